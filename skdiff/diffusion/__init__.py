@@ -1,0 +1,3 @@
+"""Noise schedules, forward process and samplers of Neural Diffusion Processes."""
+
+__all__: list[str] = []

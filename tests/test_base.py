@@ -1,0 +1,156 @@
+"""The shared estimator machinery, exercised through a minimal estimator."""
+
+import pickle
+
+import numpy as np
+import pytest
+import torch
+from sklearn.base import RegressorMixin
+from skorch.callbacks import Callback
+from torch.utils.data import TensorDataset
+
+from skdiff._base import (
+    NeuralEstimatorBase,
+    TrainingDivergedError,
+    check_adjacency,
+    check_is_fitted,
+    resolve_device,
+    validate_data,
+)
+
+
+class _TinyRegressor(RegressorMixin, NeuralEstimatorBase):
+    def __init__(self, *, max_epochs=5, lr=1e-2, weight_decay=0.0, batch_size=16,
+                 early_stopping=False, validation_fraction=0.2, n_iter_no_change=2,
+                 warm_start=False, device="cpu", random_state=None, verbose=0, callbacks=None):
+        self.max_epochs = max_epochs
+        self.lr = lr
+        self.weight_decay = weight_decay
+        self.batch_size = batch_size
+        self.early_stopping = early_stopping
+        self.validation_fraction = validation_fraction
+        self.n_iter_no_change = n_iter_no_change
+        self.warm_start = warm_start
+        self.device = device
+        self.random_state = random_state
+        self.verbose = verbose
+        self.callbacks = callbacks
+
+    def fit(self, X, y):
+        self._prepare_fit()
+        X, y = validate_data(self, X, y, dtype=np.float32, y_numeric=True)
+        ds = TensorDataset(torch.as_tensor(X), torch.as_tensor(y, dtype=torch.float32))
+        valid = ds if self.early_stopping else None
+        with self._rng():
+            module = torch.nn.Sequential(torch.nn.Linear(X.shape[1], 8), torch.nn.Dropout(0.5),
+                                         torch.nn.Linear(8, 1), torch.nn.Flatten(0))
+        return self._train(module, ds, valid_dataset=valid, criterion=torch.nn.MSELoss)
+
+    def predict(self, X):
+        check_is_fitted(self)
+        X = validate_data(self, X, dtype=np.float32, reset=False)
+        with self._inference() as m:
+            return m(self._to_tensor(X)).cpu().numpy()
+
+
+@pytest.fixture(scope="module")
+def data():
+    rng = np.random.default_rng(0)
+    X = rng.normal(size=(64, 3))
+    return X, X @ np.array([1.0, -2.0, 0.5])
+
+
+def test_same_seed_same_predictions_and_global_rng_untouched(data):
+    X, y = data
+    torch.manual_seed(123)
+    before = torch.rand(3)
+    torch.manual_seed(123)
+    p1 = _TinyRegressor(random_state=0).fit(X, y).predict(X)
+    after = torch.rand(3)
+    p2 = _TinyRegressor(random_state=0).fit(X, y).predict(X)
+    p3 = _TinyRegressor(random_state=1).fit(X, y).predict(X)
+    assert torch.equal(before, after)
+    np.testing.assert_array_equal(p1, p2)
+    assert not np.allclose(p1, p3)
+
+
+def test_history_and_learning(data):
+    X, y = data
+    est = _TinyRegressor(max_epochs=30, random_state=0).fit(X, y)
+    losses = est.history_[:, "train_loss"]
+    assert len(losses) == 30
+    assert losses[-1] < 0.5 * losses[0]
+
+
+def test_early_stopping_restores_best(data):
+    X, y = data
+    est = _TinyRegressor(max_epochs=200, lr=0.5, early_stopping=True, n_iter_no_change=3,
+                         random_state=0).fit(X, y)
+    valid = est.history_[:, "valid_loss"]
+    assert len(valid) < 200
+    # the weights in use are those of the best validation epoch
+    mse = np.mean((est.predict(X) - y) ** 2)
+    assert mse == pytest.approx(min(valid), rel=1e-3)
+
+
+def test_nan_loss_stops_with_clear_error(data):
+    X, y = data
+    with pytest.raises(TrainingDivergedError, match="loss became .*Lower 'lr'"):
+        _TinyRegressor(lr=1e30, max_epochs=20, random_state=0).fit(X, y * 1e20)
+
+
+def test_bad_parameters_are_named(data):
+    X, y = data
+    with pytest.raises(ValueError, match="'lr' parameter .* Got -1"):
+        _TinyRegressor(lr=-1).fit(X, y)
+    with pytest.raises(TypeError, match="'callbacks' parameter must be a list of skorch"):
+        _TinyRegressor(callbacks=["nope"]).fit(X, y)
+    with pytest.raises(ValueError, match="device"):
+        _TinyRegressor(device="tpu").fit(X, y)
+
+
+@pytest.mark.skipif(torch.cuda.is_available(), reason="checks the no-CUDA error")
+def test_cuda_without_cuda_is_a_clear_error():
+    with pytest.raises(ValueError, match="'device' parameter is 'cuda' but CUDA is not avail"):
+        resolve_device("cuda")
+    assert resolve_device("auto") == "cpu"
+
+
+def test_user_callbacks_run(data):
+    X, y = data
+
+    class Count(Callback):
+        def initialize(self):
+            self.n = 0
+            return self
+
+        def on_epoch_end(self, net, **kw):
+            self.n += 1
+
+    cb = Count()
+    _TinyRegressor(max_epochs=4, callbacks=[cb], random_state=0).fit(X, y)
+    assert cb.n == 4
+
+
+def test_pickle_round_trip(data):
+    X, y = data
+    est = _TinyRegressor(random_state=0).fit(X, y)
+    est2 = pickle.loads(pickle.dumps(est))
+    np.testing.assert_array_equal(est.predict(X), est2.predict(X))
+    assert est2.device_ == "cpu"
+
+
+def test_check_adjacency_errors_and_symmetrisation():
+    A = np.array([[0, 1, 0], [0, 0, 2], [0, 0, 0]], dtype=float)
+    S = check_adjacency(A, 3)
+    np.testing.assert_array_equal(S.toarray(), np.maximum(A, A.T))
+    with pytest.raises(ValueError, match=r"shape \(3, 3\) but there are 4 rows of X.*\(4, 4\)"):
+        check_adjacency(A, 4)
+    with pytest.raises(ValueError, match="square"):
+        check_adjacency(np.ones((2, 3)), 2)
+    with pytest.raises(ValueError, match="negative"):
+        check_adjacency(-A, 3)
+    with pytest.raises(ValueError, match="NaN or infinite"):
+        check_adjacency(A + np.nan, 3)
+    with pytest.raises(ValueError, match="symmetric"):
+        check_adjacency(A, 3, symmetrize=False)
