@@ -26,10 +26,6 @@ import warnings
 import numpy as np
 import scipy.sparse as sp
 import torch
-from skorch import NeuralNet
-from skorch.callbacks import Callback, EarlyStopping, ProgressBar
-from skorch.dataset import ValidSplit
-from skorch.helper import predefined_split
 from sklearn.base import BaseEstimator
 from sklearn.utils import check_random_state
 from sklearn.utils._param_validation import (  # noqa: F401  (re-exported for the estimators)
@@ -38,6 +34,9 @@ from sklearn.utils._param_validation import (  # noqa: F401  (re-exported for th
     StrOptions,
 )
 from sklearn.utils.validation import check_is_fitted, validate_data  # noqa: F401
+from skorch import NeuralNet
+from skorch.callbacks import Callback, EarlyStopping, ProgressBar
+from skorch.helper import predefined_split
 
 __all__ = [
     "TRAINING_PARAMETER_CONSTRAINTS",
