@@ -1,3 +1,5 @@
 """Noise schedules, forward process and samplers of Neural Diffusion Processes."""
 
-__all__: list[str] = []
+from .schedule import NoiseSchedule
+
+__all__: list[str] = ["NoiseSchedule"]
