@@ -1,3 +1,12 @@
 """Loaders for real data (Planetoid, ETT) and generators of synthetic data."""
 
-__all__: list[str] = []
+from ._graphs import make_label_mask, make_planted_partition, random_split_per_class
+from ._planetoid import get_data_home, load_planetoid
+
+__all__ = [
+    "get_data_home",
+    "load_planetoid",
+    "make_label_mask",
+    "make_planted_partition",
+    "random_split_per_class",
+]

@@ -1,0 +1,174 @@
+"""Synthetic graphs and semi-supervised label masks."""
+
+from __future__ import annotations
+
+import numbers
+
+import numpy as np
+import scipy.sparse as sp
+from sklearn.utils import check_random_state
+
+__all__ = ["make_planted_partition", "make_label_mask", "random_split_per_class"]
+
+
+def _check_prob(value, name):
+    if not isinstance(value, numbers.Real) or not 0 <= value <= 1:
+        raise ValueError(f"The '{name}' parameter must be a probability in [0, 1]; got {value!r}.")
+
+
+def make_planted_partition(n_samples=600, n_classes=3, *, p_in=0.05, p_out=0.005,
+                           n_features=16, feature_signal=0.0, random_state=None):
+    """A planted-partition (stochastic block) graph with Gaussian node features.
+
+    Nodes are split into ``n_classes`` blocks of (nearly) equal size; an edge joins two nodes of
+    the same block with probability ``p_in`` and of different blocks with probability
+    ``p_out``. Features are standard normal noise plus ``feature_signal`` times a one-hot-like
+    class mean, so with the default ``feature_signal=0`` only the graph carries the labels.
+
+    Edges are drawn per block pair: the count is binomial and the node pairs are drawn without
+    replacement, so the cost is linear in the number of edges, not quadratic in ``n_samples``.
+
+    Parameters
+    ----------
+    n_samples : int, default=600
+        Number of nodes.
+    n_classes : int, default=3
+        Number of blocks (classes).
+    p_in, p_out : float, default=0.05, 0.005
+        Edge probabilities within and between blocks.
+    n_features : int, default=16
+        Feature dimension.
+    feature_signal : float, default=0.0
+        Scale of the class signal in the features (0: pure noise).
+    random_state : int, RandomState instance or None, default=None
+        Seed.
+
+    Returns
+    -------
+    X : ndarray of shape (n_samples, n_features)
+    y : ndarray of shape (n_samples,)
+    adjacency : scipy.sparse.csr_matrix of shape (n_samples, n_samples)
+        Symmetric 0/1 matrix without self loops.
+
+    Examples
+    --------
+    >>> from skdiff.datasets import make_planted_partition
+    >>> X, y, A = make_planted_partition(300, 3, random_state=0)
+    >>> X.shape, A.shape, bool((A != A.T).nnz == 0)
+    ((300, 16), (300, 300), True)
+    """
+    for name, v in (("n_samples", n_samples), ("n_classes", n_classes),
+                    ("n_features", n_features)):
+        if not isinstance(v, numbers.Integral) or v < 1:
+            raise ValueError(f"The '{name}' parameter must be a positive int; got {v!r}.")
+    if n_classes > n_samples:
+        raise ValueError(
+            f"'n_classes' ({n_classes}) must not exceed 'n_samples' ({n_samples})."
+        )
+    _check_prob(p_in, "p_in")
+    _check_prob(p_out, "p_out")
+    rng = check_random_state(random_state)
+    y = np.arange(n_samples) % n_classes
+    rng.shuffle(y)
+    members = [np.flatnonzero(y == c) for c in range(n_classes)]
+
+    rows, cols = [], []
+    for a in range(n_classes):
+        for b in range(a, n_classes):
+            na, nb = members[a].size, members[b].size
+            if a == b:
+                n_pairs, p = na * (na - 1) // 2, p_in
+            else:
+                n_pairs, p = na * nb, p_out
+            k = rng.binomial(n_pairs, p) if n_pairs else 0
+            if k == 0:
+                continue
+            pick = rng.choice(n_pairs, size=k, replace=False)
+            if a == b:
+                # Decode a linear index k into the strict lower triangle (j < i):
+                # k = i (i - 1) / 2 + j; the float root is corrected by one either way.
+                i = np.floor((1 + np.sqrt(1 + 8 * pick.astype(np.float64))) / 2).astype(np.int64)
+                i = np.where(i * (i - 1) // 2 > pick, i - 1, i)
+                i = np.where((i + 1) * i // 2 <= pick, i + 1, i)
+                j = pick - i * (i - 1) // 2
+                u, v = members[a][i], members[a][j]
+            else:
+                u, v = members[a][pick // nb], members[b][pick % nb]
+            rows.append(u)
+            cols.append(v)
+    if rows:
+        r, c = np.concatenate(rows), np.concatenate(cols)
+    else:
+        r = c = np.zeros(0, dtype=np.int64)
+    A = sp.coo_matrix((np.ones(r.size), (r, c)), shape=(n_samples, n_samples)).tocsr()
+    A = (A + A.T).tocsr()
+    A.data[:] = 1.0
+
+    means = rng.normal(size=(n_classes, n_features))
+    X = rng.normal(size=(n_samples, n_features)) + feature_signal * means[y]
+    return X, y, A
+
+
+def make_label_mask(y, n_per_class, *, random_state=None):
+    """Keep ``n_per_class`` labels per class and mark every other row ``-1`` (unlabelled).
+
+    The convention of :class:`sklearn.semi_supervised.LabelSpreading`.
+
+    Parameters
+    ----------
+    y : array-like of shape (n_samples,)
+        Labels (integers or strings; for strings the unlabelled marker is still ``-1`` and the
+        result has dtype object).
+    n_per_class : int
+        Labels kept per class (all of a class when it has fewer).
+    random_state : int, RandomState instance or None, default=None
+
+    Returns
+    -------
+    y_semi : ndarray of shape (n_samples,)
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from skdiff.datasets import make_label_mask
+    >>> y = np.repeat([0, 1, 2], 10)
+    >>> y_semi = make_label_mask(y, 2, random_state=0)
+    >>> int((y_semi != -1).sum())
+    6
+    """
+    y = np.asarray(y)
+    if not isinstance(n_per_class, numbers.Integral) or n_per_class < 1:
+        raise ValueError(
+            f"The 'n_per_class' parameter must be a positive int; got {n_per_class!r}."
+        )
+    keep = random_split_per_class(y, n_per_class, random_state=random_state)[0]
+    out = np.full(y.shape, -1, dtype=y.dtype if y.dtype.kind in "iu" else object)
+    out[keep] = y[keep]
+    return out
+
+
+def random_split_per_class(y, n_per_class=20, *, n_val=500, n_test=1000, random_state=None,
+                           ignore=-1):
+    """The 20-labels-per-class protocol: ``n_per_class`` train nodes per class, then random
+    validation and test nodes among the rest (as the DIFFormer/GCN scripts draw them).
+
+    Rows whose label equals ``ignore`` are never drawn.
+
+    Returns
+    -------
+    train_idx, val_idx, test_idx : ndarray of int
+        Sorted, disjoint index arrays.
+    """
+    y = np.asarray(y)
+    rng = check_random_state(random_state)
+    valid = np.flatnonzero(y != ignore) if y.dtype.kind in "iu" else np.arange(y.size)
+    train = []
+    for c in np.unique(y[valid]):
+        idx = valid[y[valid] == c]
+        train.append(rng.choice(idx, size=min(n_per_class, idx.size), replace=False))
+    train = np.sort(np.concatenate(train))
+    rest = rng.permutation(np.setdiff1d(valid, train))
+    if n_val + n_test > rest.size:
+        n_val = min(n_val, rest.size)
+        n_test = min(n_test, rest.size - n_val)
+    return train, np.sort(rest[:n_val]), np.sort(rest[n_val:n_val + n_test])
