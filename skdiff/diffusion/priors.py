@@ -1,0 +1,201 @@
+"""Named NDP priors and their pretrained weights (shipped in ``skdiff/weights``).
+
+A prior is a :class:`~skdiff.diffusion.training.PriorConfig` (the GP functions it was trained
+on, the network size and the diffusion schedule) for a given input dimension. Pretrained weights
+live in ``skdiff/weights/<name>_d<D>.pt`` next to a JSON manifest ``<name>_d<D>.json`` holding
+the file's SHA-256, the configuration, the training command, seed, number of steps and the
+final loss. :func:`load_prior` refuses a weights file whose checksum or configuration does not
+match (a stale or corrupt file) with an error that says how to regenerate it.
+
+Registered priors:
+
+``"gp"`` (default)
+    SE and Matérn-1/2, 3/2, 5/2 kernels mixed uniformly, lengthscale log-normal
+    (:math:`\\log \\ell \\sim \\mathcal{N}(\\log 0.45, 0.6^2)`, times :math:`\\sqrt{D}`),
+    variance 1, observation noise variance 0.0025, ``x`` in :math:`[-2, 2]^D`, 40-80 points
+    per function. Sampling from it marginalises the kernel and the lengthscale.
+``"se"``
+    The paper's SE task: SE kernel, lengthscale :math:`0.25\\sqrt{D}`, variance 1, noise
+    0.0025, :math:`50 + 10D` points.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import io
+import json
+import math
+import time
+from pathlib import Path
+
+import torch
+
+from .training import PriorConfig
+
+__all__ = [
+    "PRIORS",
+    "PriorWeightsError",
+    "available_priors",
+    "get_prior_config",
+    "load_prior",
+    "save_prior",
+    "weights_dir",
+]
+
+#: Registered prior configurations (``n_dims`` is set per weights file).
+PRIORS: dict[str, PriorConfig] = {
+    "gp": PriorConfig(
+        kernel=("se", "matern12", "matern32", "matern52"),
+        lengthscale=("lognormal", math.log(0.45), 0.6),
+        n_points=(40, 80),
+    ),
+    "se": PriorConfig(kernel="se", lengthscale=0.25, n_points=None),
+}
+
+
+class PriorWeightsError(ValueError):
+    """A pretrained prior is missing, stale (its configuration changed) or corrupt."""
+
+
+def weights_dir() -> Path:
+    """Directory of the shipped weights (``skdiff/weights``)."""
+    return Path(__file__).resolve().parent.parent / "weights"
+
+
+def get_prior_config(name="gp", n_dims=1) -> PriorConfig:
+    """The configuration of the registered prior ``name`` for ``n_dims`` input dimensions."""
+    if name not in PRIORS:
+        raise ValueError(f"Unknown prior {name!r}; registered priors are {sorted(PRIORS)}.")
+    if isinstance(n_dims, bool) or not isinstance(n_dims, int) or n_dims < 1:
+        raise ValueError(f"'n_dims' must be an int >= 1; got {n_dims!r}.")
+    return PRIORS[name].replace(n_dims=n_dims)
+
+
+def _paths(name, n_dims, directory=None):
+    d = Path(directory) if directory is not None else weights_dir()
+    return d / f"{name}_d{n_dims}.pt", d / f"{name}_d{n_dims}.json"
+
+
+def available_priors(directory=None):
+    """``(name, n_dims)`` pairs that have a weights file and manifest."""
+    d = Path(directory) if directory is not None else weights_dir()
+    out = []
+    for manifest in sorted(d.glob("*_d*.json")):
+        name, _, dims = manifest.stem.rpartition("_d")
+        if dims.isdigit() and manifest.with_suffix(".pt").exists():
+            out.append((name, int(dims)))
+    return out
+
+
+def _sha256(data: bytes) -> str:
+    return hashlib.sha256(data).hexdigest()
+
+
+def save_prior(name, config, state_dict, *, directory=None, dtype=torch.float16, **record):
+    """Write ``<name>_d<D>.pt`` (weights stored as ``dtype``) and its JSON manifest.
+
+    ``record`` holds free-form provenance (command, seed, steps, final_loss, ...). Returns the
+    paths written.
+    """
+    pt, js = _paths(name, config.n_dims, directory)
+    pt.parent.mkdir(parents=True, exist_ok=True)
+    buf = io.BytesIO()
+    torch.save({k: v.detach().cpu().to(dtype) if v.is_floating_point() else v.cpu()
+                for k, v in state_dict.items()}, buf)
+    data = buf.getvalue()
+    manifest = {
+        "name": name,
+        "n_dims": config.n_dims,
+        "sha256": _sha256(data),
+        "bytes": len(data),
+        "dtype": str(dtype).replace("torch.", ""),
+        "config": config.to_dict(),
+        "created": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
+        **record,
+    }
+    pt.write_bytes(data)
+    js.write_text(json.dumps(manifest, indent=2) + "\n")
+    return pt, js
+
+
+def load_prior(name="gp", n_dims=1, *, directory=None, device="cpu", check_config=True):
+    """Load a pretrained prior: its noise model (EMA weights, eval mode) and configuration.
+
+    Parameters
+    ----------
+    name : str, default="gp"
+        A registered prior (see :data:`PRIORS`).
+    n_dims : int, default=1
+        Input dimension.
+    directory : path, default=None
+        Where the weights are (default: the package's ``skdiff/weights``).
+    device : str, default="cpu"
+    check_config : bool, default=True
+        Refuse weights whose manifest configuration differs from the registered one.
+
+    Returns
+    -------
+    module : NDPNoiseModel
+        In eval mode, float32, on ``device``, parameters not requiring grad.
+    config : PriorConfig
+
+    Raises
+    ------
+    PriorWeightsError
+        The weights file or manifest is missing, the checksum does not match (corrupt or
+        replaced file) or the configuration changed since the weights were trained (stale).
+
+    Examples
+    --------
+    >>> from skdiff.diffusion.priors import available_priors, load_prior
+    >>> ("gp", 1) in available_priors()
+    True
+    >>> module, config = load_prior("gp", n_dims=1)
+    >>> config.n_dims, module.training
+    (1, False)
+    """
+    config = get_prior_config(name, n_dims)
+    pt, js = _paths(name, n_dims, directory)
+    regen = (f"Regenerate it with `python scripts/pretrain_ndp.py --prior {name} --n-dims "
+             f"{n_dims}`, or fit with pretrained=False to train a prior.")
+    if not pt.exists() or not js.exists():
+        have = ", ".join(f"{n}_d{d}" for n, d in available_priors(directory)) or "none"
+        raise PriorWeightsError(
+            f"No pretrained weights for prior {name!r} with n_dims={n_dims} (looked for {pt}; "
+            f"available: {have}). {regen}"
+        )
+    try:
+        manifest = json.loads(js.read_text())
+    except json.JSONDecodeError as exc:
+        raise PriorWeightsError(f"The manifest {js} is not valid JSON ({exc}). {regen}") from exc
+    data = pt.read_bytes()
+    digest = _sha256(data)
+    if digest != manifest.get("sha256"):
+        raise PriorWeightsError(
+            f"Checksum mismatch for {pt}: the file's SHA-256 is {digest[:12]}... but the "
+            f"manifest records {str(manifest.get('sha256'))[:12]}...; the weights file is "
+            f"corrupt or was replaced. {regen}"
+        )
+    if check_config:
+        try:
+            stored = PriorConfig.from_dict(manifest["config"])
+        except (KeyError, TypeError, ValueError) as exc:
+            raise PriorWeightsError(f"The manifest {js} has no valid 'config' ({exc}). "
+                                    f"{regen}") from exc
+        if stored != config:
+            diff = {k: (v, getattr(config, k)) for k, v in stored.to_dict().items()
+                    if config.to_dict().get(k) != v}
+            raise PriorWeightsError(
+                f"The weights {pt.name} are stale: they were trained with a different "
+                f"configuration (field: (trained, registered) = {diff}). {regen}"
+            )
+    state = torch.load(io.BytesIO(data), map_location="cpu", weights_only=True)
+    module = config.network()
+    try:
+        module.load_state_dict({k: v.float() if v.is_floating_point() else v
+                                for k, v in state.items()})
+    except RuntimeError as exc:
+        raise PriorWeightsError(f"The weights {pt.name} do not fit the network: {exc}. "
+                                f"{regen}") from exc
+    module.eval().requires_grad_(False)
+    return module.to(device), config
