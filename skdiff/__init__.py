@@ -1,10 +1,13 @@
 """skdiff: DIFFormer, Flowformer and Neural Diffusion Processes as scikit-learn estimators."""
 
 from ._base import TrainingDivergedError
+from ._ndp import NDPRegressor, log_likelihood_scorer
 
 __version__ = "0.1.0"
 
 __all__ = [
+    "NDPRegressor",
     "TrainingDivergedError",
+    "log_likelihood_scorer",
     "__version__",
 ]
