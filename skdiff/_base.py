@@ -125,6 +125,10 @@ def draw_seed(random_state) -> int:
     return int(check_random_state(random_state).randint(np.iinfo(np.int32).max))
 
 
+def _silent(*args, **kwargs):
+    """A sink that prints nothing (module-level so fitted nets pickle)."""
+
+
 class _FiniteLossGuard(Callback):
     """Stop training with a clear error as soon as a batch loss is NaN or infinite."""
 
@@ -212,7 +216,7 @@ class NeuralEstimatorBase(BaseEstimator):
                     patience=self.n_iter_no_change,
                     lower_is_better=lower_is_better,
                     load_best=True,
-                    sink=print if self.verbose else (lambda *a, **k: None),
+                    sink=print if self.verbose else _silent,  # picklable, unlike a lambda
                 ),
             ))
         if self.verbose:
@@ -315,7 +319,8 @@ class NeuralEstimatorBase(BaseEstimator):
             coo = array.tocoo()
             idx = torch.as_tensor(np.vstack([coo.row, coo.col]), dtype=torch.long)
             val = torch.as_tensor(coo.data, dtype=dtype)
-            return torch.sparse_coo_tensor(idx, val, coo.shape).coalesce().to(self.device_)
+            out = torch.sparse_coo_tensor(idx, val, coo.shape, check_invariants=False)
+            return out.coalesce().to(self.device_)
         return torch.as_tensor(np.asarray(array), dtype=dtype, device=self.device_)
 
     # -- persistence -----------------------------------------------------------------------

@@ -1,3 +1,12 @@
 """Pure PyTorch building blocks of skdiff (no scikit-learn in here): one concept per file."""
 
+from .difformer import DIFFormer
+from .diffusion_attention import DiffusionAttention
+from .flow_attention import FlowAttention, flow_attention
+from .flowformer import Flowformer, SoftmaxAttention
+from .ndp import NDPNoiseModel
+
 __all__: list[str] = []
+__all__ += ["FlowAttention", "Flowformer", "SoftmaxAttention", "flow_attention"]
+__all__ += ["DIFFormer", "DiffusionAttention"]
+__all__ += ["NDPNoiseModel"]

@@ -1,0 +1,323 @@
+r"""DIFFormer's all-pair diffusion attention (Wu et al., ICLR 2023, Sec. 4; ``DIFFormerConv``).
+
+One diffusion step moves every sample towards a weighted mean of all samples,
+
+.. math::
+
+    P_i = \sum_j S_{ij} v_j, \qquad
+    S_{ij} = \frac{f(\tilde q_i, \tilde k_j)}{\sum_l f(\tilde q_i, \tilde k_l)},
+
+with three pairwise kernels :math:`f` (paper Sec. 4.1-4.2 and a softmax baseline):
+
+* ``"simple"`` (DIFFormer-s, Eq. 12): :math:`f = 1 + \tilde q_i^\top \tilde k_j`, so by
+  associativity :math:`P_i = (\sum_j v_j + \tilde q_i^\top \sum_j \tilde k_j v_j^\top) /
+  (N + \tilde q_i^\top \sum_j \tilde k_j)`: O(N d^2) time and memory, never N x N.
+  ``qk_norm="global"`` divides Q and K by the Frobenius norm of the whole (N, H, d) tensor
+  (the official code), ``"row"`` L2-normalises every row (the paper's equations).
+* ``"advanced"`` (DIFFormer-a, Eq. 13): :math:`f = \mathrm{sigmoid}(q_i^\top k_j)` on the raw
+  projections, computed in blocks of query rows: O(block N) memory.
+* ``"softmax"``: :math:`f = \exp(q_i^\top k_j / \sqrt d)` (a Transformer across samples), row
+  blocks through :func:`torch.nn.functional.scaled_dot_product_attention`.
+
+Restricted to the edges of a graph (``scope="graph"``; the unit self loops included), the same
+kernels give graph attention: with ``"softmax"`` this is GAT-like attention. It is computed
+sparsely per edge (O(E) memory), never by masking an N x N matrix.
+
+Axis legend: n query rows, l key rows, h heads, m query/key features, d value features,
+E edges, b rows of a block.
+"""
+
+from __future__ import annotations
+
+import math
+
+import torch
+import torch.nn.functional as F
+from torch import nn
+from torch.utils.checkpoint import checkpoint
+
+from .graph import propagate
+
+__all__ = [
+    "DiffusionAttention",
+    "advanced_attention",
+    "edge_attention",
+    "normalize_qk",
+    "simple_attention",
+    "simple_attention_from_summary",
+    "simple_summary",
+    "softmax_attention",
+]
+
+KERNELS = ("simple", "advanced", "softmax")
+QK_NORMS = ("global", "row")
+
+
+def normalize_qk(x, qk_norm, *, scale=None, eps=1e-12):
+    """Normalise queries or keys (n, h, m): ``"global"`` Frobenius norm, ``"row"`` per row.
+
+    ``scale`` (global only) replaces the tensor's own norm: inductive queries are divided by
+    the norm stored from the training rows, so a training row gets the same weights whether it
+    is predicted inductively or in the joint forward.
+    """
+    if qk_norm == "global":
+        norm = torch.linalg.vector_norm(x) if scale is None else scale
+        return x / torch.clamp(norm, min=eps)
+    if qk_norm == "row":
+        return F.normalize(x, p=2.0, dim=-1, eps=eps)
+    raise ValueError(f"qk_norm must be one of {QK_NORMS}; got {qk_norm!r}.")
+
+
+def simple_summary(k, v):
+    """Sufficient statistics of normalised keys k (l, h, m) and values v (l, h, d).
+
+    Returns a dict with ``kv`` (h, m, d) = sum_j k_j v_j^T, ``k_sum`` (h, m), ``v_sum`` (h, d)
+    and ``n`` (number of key rows, a 0-d tensor).
+    """
+    return {
+        "kv": torch.einsum("lhm,lhd->hmd", k, v),
+        "k_sum": k.sum(0),
+        "v_sum": v.sum(0),
+        "n": torch.tensor(float(k.shape[0]), dtype=k.dtype, device=k.device),
+    }
+
+
+def simple_attention_from_summary(q, summary, eps=1e-6):
+    """Linear attention of normalised queries q (n, h, m) against a :func:`simple_summary`.
+
+    out_i = (v_sum + q_i kv) / (n + q_i . k_sum), per head (paper Eq. 12). The denominator is
+    >= 0 by Cauchy-Schwarz with unit-norm rows and is clamped at ``eps``.
+    """
+    num = summary["v_sum"].unsqueeze(0) + torch.einsum("nhm,hmd->nhd", q, summary["kv"])
+    den = summary["n"] + torch.einsum("nhm,hm->nh", q, summary["k_sum"])
+    return num / den.clamp_min(eps).unsqueeze(-1)
+
+
+def simple_attention(q, k, v, qk_norm="global", eps=1e-6):
+    """DIFFormer-s all-pair attention (n, h, d) of raw q (n, h, m), k (l, h, m), v (l, h, d)."""
+    q = normalize_qk(q, qk_norm)
+    k = normalize_qk(k, qk_norm)
+    return simple_attention_from_summary(q, simple_summary(k, v), eps)
+
+
+def _blocked(fn, q, block_size, *args):
+    """Apply ``fn(q_block, *args)`` on row blocks of q and concatenate (O(block l) memory).
+
+    With autograd on and more than one block, each block is checkpointed so the (h, b, l)
+    weights are recomputed in backward instead of stored: training memory stays O(block l).
+    """
+    n = q.shape[0]
+    if n <= block_size:
+        return fn(q, *args)
+    grad = torch.is_grad_enabled() and (q.requires_grad or any(
+        torch.is_tensor(a) and a.requires_grad for a in args))
+    outs = []
+    for start in range(0, n, block_size):  # loop over blocks, not samples
+        qb = q[start:start + block_size]
+        if grad:
+            outs.append(checkpoint(fn, qb, *args, use_reentrant=False))
+        else:
+            outs.append(fn(qb, *args))
+    return torch.cat(outs, 0)
+
+
+def _advanced_block(q, k, v):
+    s = torch.sigmoid(torch.einsum("bhm,lhm->hbl", q, k))  # (h, b, l)
+    s = s / s.sum(-1, keepdim=True)
+    return torch.einsum("hbl,lhd->bhd", s, v)
+
+
+def advanced_attention(q, k, v, block_size=1024):
+    """DIFFormer-a: row-normalised sigmoid(q_i . k_j) on raw projections, in row blocks."""
+    return _blocked(_advanced_block, q, block_size, k, v)
+
+
+def _softmax_block(q, k, v):
+    # SDPA wants (..., n, m): heads first. Default scale 1/sqrt(m).
+    out = F.scaled_dot_product_attention(q.transpose(0, 1), k.transpose(0, 1), v.transpose(0, 1))
+    return out.transpose(0, 1)  # (b, h, d)
+
+
+def softmax_attention(q, k, v, block_size=1024):
+    """Scaled dot-product attention across samples, in row blocks of queries."""
+    return _blocked(_softmax_block, q, block_size, k, v)
+
+
+def edge_attention(q, k, v, edge_index, kernel="simple", qk_norm="global", eps=1e-6):
+    """Attention restricted to the edges (i <- j) of ``edge_index`` (2, E), computed per edge.
+
+    Row i normalises over its neighbours j (include self loops in ``edge_index`` so every row
+    has one). ``"softmax"`` subtracts the per-row maximum before exponentiating (stable).
+    Queries and keys share the node set (n == l).
+    """
+    row, col = edge_index
+    n, h = q.shape[0], q.shape[1]
+    if kernel == "simple":
+        qn, kn = normalize_qk(q, qk_norm), normalize_qk(k, qk_norm)
+        w = 1.0 + (qn[row] * kn[col]).sum(-1)  # (E, h), >= 0 for unit rows
+    elif kernel == "advanced":
+        w = torch.sigmoid((q[row] * k[col]).sum(-1))
+    elif kernel == "softmax":
+        s = (q[row] * k[col]).sum(-1) / math.sqrt(q.shape[-1])
+        smax = torch.full((n, h), -torch.inf, dtype=s.dtype, device=s.device)
+        smax = smax.scatter_reduce(0, row.unsqueeze(1).expand(-1, h), s, "amax",
+                                   include_self=True)
+        w = torch.exp(s - smax[row].detach())
+    else:
+        raise ValueError(f"kernel must be one of {KERNELS}; got {kernel!r}.")
+    den = torch.zeros(n, h, dtype=w.dtype, device=w.device).index_add_(0, row, w)
+    out = torch.zeros(n, h, v.shape[-1], dtype=v.dtype, device=v.device)
+    out = out.index_add_(0, row, w.unsqueeze(-1) * v[col])
+    return out / den.clamp_min(eps).unsqueeze(-1)
+
+
+class DiffusionAttention(nn.Module):
+    r"""One DIFFormer propagation: all-pair (or edge) attention plus an optional graph term.
+
+    .. math::
+
+        P = \operatorname{mean}_h\big[\mathrm{Attn}_h(Z) + \hat G V_h\big] \quad\text{or}\quad
+        \operatorname{mean}_h\big[(1-g)\,\mathrm{Attn}_h(Z) + g\,\hat G V_h\big],
+
+    (paper Sec. 4, Eq. 9; official ``DIFFormerConv``). Q = Z W_q, K = Z W_k (with bias);
+    V = Z W_v with ``value_projection`` else V = Z shared by all heads (the official
+    ``use_weight=False``, which needs ``in_dim == hidden_dim``).
+
+    Parameters
+    ----------
+    in_dim, hidden_dim : int
+        Input width and per-head width.
+    n_heads : int, default=1
+    kernel : {"simple", "advanced", "softmax"}, default="simple"
+    qk_norm : {"global", "row"}, default="global"
+        Normalisation of the simple kernel.
+    value_projection : bool, default=False
+    graph_weight : float or None, default=None
+        ``None`` sums attention and graph term; ``g`` in [0, 1] mixes them.
+    scope : {"all", "graph"}, default="all"
+        Attend to all rows, or only along the graph's edges (needs ``adj``).
+    block_size : int, default=1024
+        Query rows per block of the quadratic kernels.
+
+    Shapes
+    ------
+    x (n, in_dim), adj sparse (n, n) normalised (see :func:`skdiff.nn.graph.normalized_adjacency`)
+    -> (n, hidden_dim).
+    """
+
+    def __init__(self, in_dim, hidden_dim, *, n_heads=1, kernel="simple", qk_norm="global",
+                 value_projection=False, graph_weight=None, scope="all", block_size=1024,
+                 eps=1e-6):
+        super().__init__()
+        if kernel not in KERNELS:
+            raise ValueError(f"kernel must be one of {KERNELS}; got {kernel!r}.")
+        if qk_norm not in QK_NORMS:
+            raise ValueError(f"qk_norm must be one of {QK_NORMS}; got {qk_norm!r}.")
+        if scope not in ("all", "graph"):
+            raise ValueError(f"scope must be 'all' or 'graph'; got {scope!r}.")
+        if not value_projection and in_dim != hidden_dim:
+            raise ValueError("value_projection=False needs in_dim == hidden_dim "
+                             f"(got {in_dim} and {hidden_dim}).")
+        self.hidden_dim, self.n_heads = hidden_dim, n_heads
+        self.kernel, self.qk_norm, self.scope = kernel, qk_norm, scope
+        self.graph_weight, self.block_size, self.eps = graph_weight, block_size, eps
+        self.value_projection = value_projection
+        self.Wq = nn.Linear(in_dim, hidden_dim * n_heads)
+        self.Wk = nn.Linear(in_dim, hidden_dim * n_heads)
+        self.Wv = nn.Linear(in_dim, hidden_dim * n_heads) if value_projection else None
+
+    def reset_parameters(self):
+        for lin in (self.Wq, self.Wk, self.Wv):
+            if lin is not None:
+                lin.reset_parameters()
+
+    def qkv(self, x):
+        """Projections (n, h, m), (n, h, m), (n, h, d)."""
+        n, h = x.shape[0], self.n_heads
+        q = self.Wq(x).reshape(n, h, -1)
+        k = self.Wk(x).reshape(n, h, -1)
+        v = self.Wv(x).reshape(n, h, -1) if self.Wv is not None else x.unsqueeze(1).expand(
+            n, h, x.shape[1])
+        return q, k, v
+
+    def _combine(self, attn, graph):
+        """Heads averaged after adding the graph term (n, h, d) -> (n, d)."""
+        if graph is None:
+            out = attn
+        elif self.graph_weight is None:
+            out = attn + graph
+        else:
+            g = self.graph_weight
+            out = (1.0 - g) * attn + g * graph
+        return out.mean(1)
+
+    def attend(self, q, k, v, adj=None):
+        """Per-head attention output (n, h, d) for the transductive forward."""
+        if self.scope == "graph":
+            if adj is None:
+                raise ValueError("scope='graph' needs an adjacency.")
+            return edge_attention(q, k, v, adj.indices(), self.kernel, self.qk_norm, self.eps)
+        if self.kernel == "simple":
+            return simple_attention(q, k, v, self.qk_norm, self.eps)
+        if self.kernel == "advanced":
+            return advanced_attention(q, k, v, self.block_size)
+        return softmax_attention(q, k, v, self.block_size)
+
+    def forward(self, x, adj=None):
+        q, k, v = self.qkv(x)
+        attn = self.attend(q, k, v, adj)
+        graph = propagate(adj, v) if adj is not None else None
+        return self._combine(attn, graph)
+
+    # -- inductive path: new rows attend to stored training rows ------------------------------
+    def summary(self, x):
+        """What new query rows need to attend to the rows ``x`` (the stored training rows).
+
+        simple: per-head sums (O(1) in n) and, for ``"global"`` norm, the training queries'
+        Frobenius norm ``q_scale`` used to normalise new queries; advanced/softmax: the raw
+        keys and values (n, h, .); ``scope="graph"``: nothing (new rows are isolated nodes).
+        """
+        if self.scope == "graph":
+            return {}
+        q, k, v = self.qkv(x)
+        if self.kernel == "simple":
+            out = simple_summary(normalize_qk(k, self.qk_norm), v)
+            out["q_scale"] = torch.linalg.vector_norm(q)
+            return out
+        return {"k": k, "v": v}
+
+    def forward_inductive(self, x, summary, *, graph=False):
+        """Propagation for new rows ``x`` attending only to the summarised training rows.
+
+        New rows have no edges, so with ``graph=True`` (the model was trained with a graph)
+        their graph term is their own value, as :math:`\\hat G_{ii}=1` for an isolated node.
+        """
+        q, _, v_self = self.qkv(x)
+        if self.scope == "graph":
+            attn = v_self  # an isolated node attends only to itself
+        elif self.kernel == "simple":
+            qn = normalize_qk(q, self.qk_norm, scale=summary.get("q_scale"))
+            attn = simple_attention_from_summary(qn, summary, self.eps)
+        elif self.kernel == "advanced":
+            attn = advanced_attention(q, summary["k"], summary["v"], self.block_size)
+        else:
+            attn = softmax_attention(q, summary["k"], summary["v"], self.block_size)
+        return self._combine(attn, v_self if graph else None)
+
+    # -- the learned dependency structure -----------------------------------------------------
+    def attention_weights(self, q, k, rows):
+        """Head-averaged weights S (b, l) of query rows ``rows`` of q against all keys."""
+        if self.kernel == "simple":
+            qn, kn = normalize_qk(q, self.qk_norm), normalize_qk(k, self.qk_norm)
+            w = 1.0 + torch.einsum("bhm,lhm->hbl", qn[rows], kn)
+        elif self.kernel == "advanced":
+            w = torch.sigmoid(torch.einsum("bhm,lhm->hbl", q[rows], k))
+        else:
+            w = torch.softmax(torch.einsum("bhm,lhm->hbl", q[rows], k)
+                              / math.sqrt(q.shape[-1]), -1)
+        return (w / w.sum(-1, keepdim=True).clamp_min(self.eps)).mean(0)
+
+    def extra_repr(self):
+        return (f"hidden_dim={self.hidden_dim}, n_heads={self.n_heads}, kernel={self.kernel!r}, "
+                f"qk_norm={self.qk_norm!r}, value_projection={self.value_projection}, "
+                f"graph_weight={self.graph_weight}, scope={self.scope!r}")
