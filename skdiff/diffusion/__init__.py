@@ -1,5 +1,6 @@
 """Noise schedules, forward process and samplers of Neural Diffusion Processes."""
 
+from .priors import available_priors, load_prior
 from .samplers import (
     conditional_sample,
     ddim_step,
@@ -8,6 +9,7 @@ from .samplers import (
     strided_levels,
 )
 from .schedule import NoiseSchedule
+from .training import PriorConfig, train_prior
 
 __all__: list[str] = [
     "NoiseSchedule",
@@ -17,3 +19,4 @@ __all__: list[str] = [
     "prior_sample",
     "strided_levels",
 ]
+__all__ += ["PriorConfig", "available_priors", "load_prior", "train_prior"]

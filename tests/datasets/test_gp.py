@@ -1,0 +1,99 @@
+"""Functions drawn from GP priors: covariance, shapes, padding, seeds, errors."""
+
+import numpy as np
+import pytest
+
+from skdiff.datasets import make_gp_functions
+from skdiff.datasets._gp import gp_kernel
+
+X5 = np.array([[-1.5], [-1.2], [-0.4], [0.3], [1.7]])
+
+
+def _emp_cov(v):
+    return v.T @ v / len(v)
+
+
+@pytest.mark.parametrize("kernel", ["se", "matern12", "matern32", "matern52", "periodic"])
+def test_empirical_covariance_matches_kernel(kernel):
+    d = make_gp_functions(20_000, None, kernel=kernel, lengthscale=0.7, variance=1.5,
+                          noise=0.04, X=X5, random_state=0)
+    K = gp_kernel(X5, X5, kernel, 0.7, 1.5)
+    # Monte Carlo error of a covariance entry ~ sqrt(2/20000) * 1.5 ~ 0.015
+    np.testing.assert_allclose(_emp_cov(d.f), K, atol=0.06)
+    # noise is added independently of f, on the diagonal only
+    np.testing.assert_allclose(_emp_cov(d.y), K + 0.04 * np.eye(5), atol=0.06)
+    np.testing.assert_allclose(np.var(d.y - d.f, axis=0), 0.04, rtol=0.05)
+
+
+def test_kernel_formulas():
+    r = np.array([[0.0], [0.5]])
+    K = gp_kernel(r[:1], r, "matern52", lengthscale=0.25)
+    s = np.sqrt(5) * 2.0
+    np.testing.assert_allclose(K[0], [1.0, (1 + s + s**2 / 3) * np.exp(-s)])
+    np.testing.assert_allclose(gp_kernel(r[:1], r, "se", 0.5)[0], [1.0, np.exp(-0.5)])
+    # periodic: one period apart means perfectly correlated
+    np.testing.assert_allclose(gp_kernel([[0.0]], [[2.0]], "periodic", 1.0, period=2.0), 1.0)
+
+
+def test_mixture_and_random_lengthscale_covariance_is_the_average_kernel():
+    d = make_gp_functions(20_000, None, kernel=["se", "matern12"],
+                          lengthscale=("lognormal", np.log(0.5), 0.5), noise=0.0, X=X5,
+                          random_state=1)
+    assert set(d.kernel) == {"se", "matern12"}
+    assert abs(np.mean(d.kernel == "se") - 0.5) < 0.02
+    assert abs(np.mean(np.log(d.lengthscale)) - np.log(0.5)) < 0.02
+    assert abs(np.std(np.log(d.lengthscale)) - 0.5) < 0.02
+    expected = np.mean([gp_kernel(X5, X5, k, ls) for k, ls in
+                        zip(d.kernel[:4000], d.lengthscale[:4000])], axis=0)
+    np.testing.assert_allclose(_emp_cov(d.f), expected, atol=0.06)
+
+
+def test_shapes_padding_and_ranges():
+    d = make_gp_functions(50, (5, 12), n_dims=(1, 3), domain=(0.0, 1.0), random_state=0)
+    P = d.n_points.max()
+    assert d.X.shape == (50, P, 3) and d.y.shape == (50, P) and d.mask.shape == (50, P)
+    assert d.n_points.min() >= 5 and d.n_points.max() <= 12 and len(set(d.n_dims)) == 3
+    np.testing.assert_array_equal((~d.mask).sum(1), d.n_points)
+    assert np.all(d.y[d.mask] == 0) and np.all(d.X[d.mask] == 0)
+    for i in range(50):  # padded dimensions are zero, real ones inside the domain
+        real = d.X[i, : d.n_points[i], : d.n_dims[i]]
+        assert np.all((real >= 0) & (real <= 1))
+        assert np.all(d.X[i, :, d.n_dims[i]:] == 0)
+
+
+def test_padding_does_not_change_the_real_points_distribution():
+    # functions with 3 real points padded to 12 keep the 3x3 covariance of the kernel
+    X = np.zeros((20_000, 12, 1))
+    X[:, :3, 0] = [-1.0, 0.0, 0.5]
+    d = make_gp_functions(20_000, None, X=X, noise=0.0, random_state=0)
+    K = gp_kernel(X[0, :3], X[0, :3], "se", 0.25)
+    np.testing.assert_allclose(_emp_cov(d.f[:, :3]), K, atol=0.05)
+
+
+def test_seeds():
+    a = make_gp_functions(4, 20, random_state=3)
+    b = make_gp_functions(4, 20, random_state=3)
+    c = make_gp_functions(4, 20, random_state=4)
+    np.testing.assert_array_equal(a.y, b.y)
+    np.testing.assert_array_equal(a.X, b.X)
+    assert not np.allclose(a.y, c.y)
+
+
+def test_lengthscale_callable_and_errors():
+    d = make_gp_functions(6, 5, lengthscale=lambda rng, n: rng.uniform(0.1, 0.2, n),
+                          random_state=0)
+    assert np.all((d.lengthscale >= 0.1) & (d.lengthscale <= 0.2))
+    with pytest.raises(ValueError, match="'kernel' must be one of"):
+        make_gp_functions(2, 5, kernel="rbf")
+    with pytest.raises(ValueError, match="'lengthscale' must be a positive number, a tuple"):
+        make_gp_functions(2, 5, lengthscale=("gamma", 1, 2))
+    with pytest.raises(ValueError, match="'lengthscale' values must be finite and > 0"):
+        make_gp_functions(2, 5, lengthscale=-1.0)
+    with pytest.raises(ValueError, match="must return 2 values"):
+        make_gp_functions(2, 5, lengthscale=lambda rng, n: [1.0])
+    with pytest.raises(ValueError, match="'n_points' must satisfy 1 <= low <= high"):
+        make_gp_functions(2, (5, 3))
+    with pytest.raises(ValueError, match="'X' must be a finite array"):
+        make_gp_functions(2, 5, X=np.zeros((3, 4, 1)))
+    with pytest.raises(ValueError, match="'domain' must be"):
+        make_gp_functions(2, 5, domain=(1, 1))

@@ -1,0 +1,179 @@
+"""Training an NDP prior: loss, strata, LR schedule, EMA, data stream, weights files."""
+
+import json
+import math
+
+import numpy as np
+import pytest
+import torch
+
+from skdiff.diffusion import NoiseSchedule, PriorConfig, train_prior
+from skdiff.diffusion.priors import (
+    PriorWeightsError,
+    available_priors,
+    get_prior_config,
+    load_prior,
+    save_prior,
+    weights_dir,
+)
+from skdiff.diffusion.training import (
+    EMA,
+    GPFunctionBatches,
+    NoisePredictionLoss,
+    stratified_timesteps,
+    warmup_cosine,
+)
+
+TINY = PriorConfig(kernel="se", lengthscale=0.5, n_points=(12, 20), hidden_dim=16, n_layers=1,
+                   n_heads=4, batch_size=16, warmup_steps=5, lr=3e-3)
+
+
+@pytest.fixture(scope="module")
+def trained():
+    torch.set_num_threads(1)
+    return train_prior(TINY, max_epochs=4, steps_per_epoch=15, pool_size=64, random_state=0)
+
+
+def test_a_few_steps_reduce_the_loss_on_a_fixed_pool(trained):
+    module, ema, history = trained
+    losses = history[:, "train_loss"]
+    assert len(losses) == 4
+    # zero-initialised output: E|eps| = sqrt(2/pi) ~ 0.80 at the start
+    assert losses[0] == pytest.approx(math.sqrt(2 / math.pi), abs=0.12)
+    assert losses[-1] < 0.85 * losses[0]
+
+
+def test_lr_follows_warmup_then_cosine(trained):
+    _, _, history = trained
+    lrs = [b["event_lr"] for epoch in history for b in epoch["batches"]]
+    f = warmup_cosine(60, 5, 3e-3, TINY.init_lr, TINY.end_lr)
+    np.testing.assert_allclose(lrs, [3e-3 * f(s) for s in range(60)], rtol=1e-6)
+    assert f(0) * 3e-3 == pytest.approx(TINY.init_lr)
+    assert f(5) == pytest.approx(1.0)
+    assert f(60) * 3e-3 == pytest.approx(TINY.end_lr)
+
+
+def test_ema_state_is_returned_and_differs_from_raw_weights(trained):
+    module, ema, _ = trained
+    raw = module.state_dict()
+    assert set(ema) == set(raw)
+    assert any(not torch.allclose(ema[k], raw[k].cpu()) for k in raw)
+
+
+def test_ema_update_rule():
+    lin = torch.nn.Linear(2, 1)
+
+    class FakeNet:
+        module_ = lin
+
+    cb = EMA(decay=0.9).initialize()
+    net = FakeNet()
+    w0 = lin.weight.detach().clone()
+    cb.on_train_begin(net)
+    with torch.no_grad():
+        lin.weight.add_(1.0)
+    cb.on_batch_end(net, training=True)
+    cb.on_batch_end(net, training=False)  # validation batches do not count
+    with torch.no_grad():
+        lin.weight.add_(1.0)
+    cb.on_batch_end(net, training=True)
+    # ema = 0.9 * (0.9 * w0 + 0.1 * (w0 + 1)) + 0.1 * (w0 + 2) = w0 + 0.29
+    torch.testing.assert_close(cb.state_dict()["weight"], w0 + 0.29)
+    assert cb.n_updates_ == 2
+
+
+def test_stratified_timesteps_one_per_stratum():
+    rng = np.random.RandomState(0)
+    t = stratified_timesteps(32, 500, rng)
+    assert t.min() >= 0 and t.max() <= 499
+    np.testing.assert_array_equal(np.floor(t / (500 / 32)).astype(int), np.arange(32))
+
+
+def test_masked_loss_ignores_padding():
+    eps_hat = torch.tensor([[[0.5], [1.0], [9.0]], [[0.0], [0.0], [0.0]]])
+    target = torch.tensor([[[0.0, 1], [0.0, 1], [0.0, 0]], [[1.0, 1], [-2.0, 1], [3.0, 1]]])
+    assert NoisePredictionLoss("l1")(eps_hat, target).item() == pytest.approx(
+        (0.75 + 2.0) / 2)
+    assert NoisePredictionLoss("l2")(eps_hat, target).item() == pytest.approx(
+        (0.625 + 14 / 3) / 2)
+    with pytest.raises(ValueError, match="'loss' must be 'l1' or 'l2'; got 'l3'"):
+        NoisePredictionLoss("l3")
+
+
+def test_dataset_noises_pool_functions_by_the_closed_form():
+    ds = GPFunctionBatches(TINY, 3, pool_size=20, random_state=5)
+    feats, target = ds[0]
+    b, n = feats["y_t"].shape[:2]
+    assert feats["x"].shape == (b, n, 1) and target.shape == (b, n, 2)
+    mask = feats["mask"]
+    assert torch.all(target[..., 1] == (~mask).float())
+    sab = NoiseSchedule.official().sqrt_alpha_bars[feats["t"]][:, None]
+    y0 = (feats["y_t"][..., 0] - (1 - sab**2).sqrt() * target[..., 0]) / sab
+    # every recovered function is one of the pool's
+    pool = torch.as_tensor(ds.pool.y, dtype=torch.float32)
+    for i in range(b):
+        dist = (pool[:, :n] - y0[i]).abs().masked_fill(mask[i], 0).amax(dim=1)
+        assert dist.min() < 1e-3
+    # same seed, same stream; the next item is new data
+    ds2 = GPFunctionBatches(TINY, 3, pool_size=20, random_state=5)
+    torch.testing.assert_close(ds2[0][0]["y_t"], feats["y_t"])
+    assert not torch.allclose(ds2[1][0]["t"].float(), feats["t"].float())
+
+
+def test_prior_config_round_trip_and_errors():
+    c = get_prior_config("gp", 2)
+    assert PriorConfig.from_dict(json.loads(json.dumps(c.to_dict()))) == c
+    assert c.points == (40, 80)
+    assert get_prior_config("se", 3).points == (80, 80)
+    assert get_prior_config("se", 4).lengthscale_sampler() == pytest.approx(0.5)
+    with pytest.raises(ValueError, match="Unknown prior 'matern'; registered priors are"):
+        get_prior_config("matern")
+    with pytest.raises(ValueError, match="'loss' must be 'l1' or 'l2'"):
+        PriorConfig(loss="huber")
+
+
+def test_save_load_round_trip_and_checksum_errors(tmp_path, trained):
+    _, ema, _ = trained
+    cfg = TINY.replace(n_dims=1)
+    import skdiff.diffusion.priors as priors
+
+    priors.PRIORS["tiny_test"] = cfg
+    try:
+        save_prior("tiny_test", cfg, ema, directory=tmp_path, steps=60, command="test")
+        module, config = load_prior("tiny_test", 1, directory=tmp_path)
+        assert config == cfg and not module.training
+        for k, v in module.state_dict().items():  # stored as float16
+            torch.testing.assert_close(v, ema[k], atol=2e-3, rtol=1e-3)
+        assert ("tiny_test", 1) in available_priors(tmp_path)
+        manifest = json.loads((tmp_path / "tiny_test_d1.json").read_text())
+        assert manifest["steps"] == 60 and len(manifest["sha256"]) == 64
+
+        # corrupt one byte -> checksum error
+        pt = tmp_path / "tiny_test_d1.pt"
+        data = bytearray(pt.read_bytes())
+        data[len(data) // 2] ^= 0xFF
+        pt.write_bytes(bytes(data))
+        with pytest.raises(PriorWeightsError, match="Checksum mismatch .*corrupt or was rep"):
+            load_prior("tiny_test", 1, directory=tmp_path)
+
+        # registry changed since training -> stale
+        save_prior("tiny_test", cfg, ema, directory=tmp_path)
+        priors.PRIORS["tiny_test"] = cfg.replace(noise=0.01)
+        with pytest.raises(PriorWeightsError, match=r"stale.*'noise': \(0.0025, 0.01\)"):
+            load_prior("tiny_test", 1, directory=tmp_path)
+        with pytest.raises(PriorWeightsError, match="No pretrained weights for prior "
+                                                    "'tiny_test' with n_dims=2"):
+            load_prior("tiny_test", 2, directory=tmp_path)
+    finally:
+        del priors.PRIORS["tiny_test"]
+
+
+def test_shipped_default_prior_loads_and_is_recorded():
+    module, config = load_prior("gp", 1)
+    assert config == get_prior_config("gp", 1)
+    manifest = json.loads((weights_dir() / "gp_d1.json").read_text())
+    assert manifest["steps"] >= 1000 and "pretrain_ndp.py" in manifest["command"]
+    x = torch.linspace(-2, 2, 30)[None, :, None]
+    y = torch.sin(3 * x)
+    eps = module(x, y, torch.tensor([10]))
+    assert eps.shape == (1, 30, 1) and eps.abs().max() > 0

@@ -1,0 +1,106 @@
+"""The bi-dimensional attention noise model of NDP."""
+
+import math
+
+import pytest
+import torch
+
+from skdiff.nn import NDPNoiseModel
+from skdiff.nn.ndp import timestep_embedding
+
+
+def _trained_like(seed=0, **kw):
+    """A model with a non-zero output layer (the real init is zero, which hides bugs)."""
+    torch.manual_seed(seed)
+    m = NDPNoiseModel(**kw)
+    torch.nn.init.normal_(m.linear_output.weight, std=0.5)
+    torch.nn.init.normal_(m.linear_output.bias, std=0.5)
+    return m.eval()
+
+
+def _inputs(b=3, n=11, d=2, seed=1):
+    g = torch.Generator().manual_seed(seed)
+    x = torch.rand(b, n, d, generator=g) * 4 - 2
+    y = torch.randn(b, n, 1, generator=g)
+    t = torch.randint(0, 500, (b,), generator=g)
+    return x, y, t
+
+
+def test_parameter_count_matches_released_model_and_zero_init():
+    m = NDPNoiseModel()
+    assert sum(p.numel() for p in m.parameters()) == 352_833
+    x, y, t = _inputs()
+    out = m(x, y, t)
+    assert out.shape == (3, 11, 1)
+    assert torch.count_nonzero(out) == 0
+    assert "hidden_dim=64, n_layers=4, n_heads=8" in repr(m)
+
+
+@pytest.mark.parametrize("d", [1, 3])
+def test_permutation_equivariance_over_points(d):
+    m = _trained_like(hidden_dim=16, n_layers=2, n_heads=4)
+    x, y, t = _inputs(d=d)
+    perm = torch.randperm(x.shape[1], generator=torch.Generator().manual_seed(3))
+    with torch.no_grad():
+        out = m(x, y, t)
+        out_p = m(x[:, perm], y[:, perm], t)
+    assert out.abs().max() > 1e-3
+    torch.testing.assert_close(out_p, out[:, perm], atol=1e-5, rtol=1e-5)
+
+
+def test_invariance_over_input_dimension_order():
+    m = _trained_like(hidden_dim=16, n_layers=2, n_heads=4)
+    x, y, t = _inputs(d=3)
+    with torch.no_grad():
+        out = m(x, y, t)
+        out_p = m(x[:, :, [2, 0, 1]], y, t)
+        out_other = m(x[:, :, [0, 0, 1]], y, t)  # a different input must change the output
+    torch.testing.assert_close(out_p, out, atol=1e-5, rtol=1e-5)
+    assert (out_other - out).abs().max() > 1e-3
+
+
+def test_padding_does_not_influence_real_points():
+    m = _trained_like(hidden_dim=16, n_layers=2, n_heads=4)
+    x, y, t = _inputs(b=2, n=8, d=2)
+    with torch.no_grad():
+        ref = m(x, y, t)
+        # pad with 5 garbage points (even NaN), masked
+        xp = torch.cat([x, torch.full((2, 5, 2), float("nan"))], dim=1)
+        yp = torch.cat([y, 1e3 * torch.randn(2, 5, 1)], dim=1)
+        mask = torch.zeros(2, 13, dtype=torch.bool)
+        mask[:, 8:] = True
+        out = m(xp, yp, t, mask=mask)
+        # padding in the middle, in a different position per function
+        order = torch.tensor([0, 8, 1, 2, 9, 3, 4, 5, 10, 11, 6, 12, 7])
+        out_mid = m(xp[:, order], yp[:, order], t, mask=mask[:, order])
+    torch.testing.assert_close(out[:, :8], ref, atol=1e-5, rtol=1e-5)
+    assert torch.all(out[:, 8:] == 0)
+    torch.testing.assert_close(out_mid, out[:, order], atol=1e-5, rtol=1e-5)
+
+
+def test_depends_on_time_and_values():
+    m = _trained_like(hidden_dim=16, n_layers=2, n_heads=4)
+    x, y, t = _inputs()
+    with torch.no_grad():
+        a = m(x, y, t)
+        b = m(x, y, t + 7)
+        c = m(x, y + 0.5, t)
+    assert (a - b).abs().max() > 1e-4
+    assert (a - c).abs().max() > 1e-4
+
+
+def test_timestep_embedding_matches_formula():
+    t = torch.tensor([0, 3, 499])
+    e = timestep_embedding(t, 8)
+    w = torch.exp(-torch.arange(4.0) * math.log(10_000) / 3)
+    ref = torch.cat([torch.sin(t[:, None] * w), torch.cos(t[:, None] * w)], dim=1)
+    torch.testing.assert_close(e, ref)
+    assert timestep_embedding(t, 7).shape == (3, 7)
+
+
+def test_bad_arguments_are_named():
+    with pytest.raises(ValueError, match="n_heads=5 must divide 2 \\* hidden_dim = 32"):
+        NDPNoiseModel(hidden_dim=16, n_heads=5)
+    m = NDPNoiseModel(hidden_dim=16, n_layers=1, n_heads=4)
+    with pytest.raises(ValueError, match=r"y_t of shape \[b, n, 1\]"):
+        m(torch.zeros(2, 5, 1), torch.zeros(2, 5), torch.zeros(2, dtype=torch.long))
