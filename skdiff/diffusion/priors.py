@@ -53,6 +53,16 @@ PRIORS: dict[str, PriorConfig] = {
 }
 
 
+#: Fields that define what a prior *is* (its functions, network and diffusion); the remaining
+#: ones (learning rate, warm-up, EMA, ...) only describe how the weights were trained and may
+#: differ between the registry and a weights file.
+DEFINING_FIELDS = (
+    "kernel", "lengthscale", "scale_lengthscale_with_dims", "variance", "noise", "domain",
+    "n_dims", "n_points", "hidden_dim", "n_layers", "n_heads", "timesteps", "beta_start",
+    "beta_end",
+)
+
+
 class PriorWeightsError(ValueError):
     """A pretrained prior is missing, stale (its configuration changed) or corrupt."""
 
@@ -182,13 +192,14 @@ def load_prior(name="gp", n_dims=1, *, directory=None, device="cpu", check_confi
         except (KeyError, TypeError, ValueError) as exc:
             raise PriorWeightsError(f"The manifest {js} has no valid 'config' ({exc}). "
                                     f"{regen}") from exc
-        if stored != config:
-            diff = {k: (v, getattr(config, k)) for k, v in stored.to_dict().items()
-                    if config.to_dict().get(k) != v}
+        diff = {k: (getattr(stored, k), getattr(config, k)) for k in DEFINING_FIELDS
+                if getattr(stored, k) != getattr(config, k)}
+        if diff:
             raise PriorWeightsError(
                 f"The weights {pt.name} are stale: they were trained with a different "
                 f"configuration (field: (trained, registered) = {diff}). {regen}"
             )
+        config = stored  # the registered prior, with the training settings actually used
     state = torch.load(io.BytesIO(data), map_location="cpu", weights_only=True)
     module = config.network()
     try:

@@ -188,7 +188,9 @@ class GPFunctionBatches(Dataset):
 
     Parameters
     ----------
-    config : PriorConfig
+    config : PriorConfig or sequence of PriorConfig
+        A sequence (e.g. the same prior for ``n_dims`` 2 and 3) draws each batch from one of
+        them, chosen uniformly: one dimension-agnostic network trained on several D.
     n_batches : int
         Items per epoch (= optimisation steps per epoch).
     pool_size : int or None, default=None
@@ -200,15 +202,18 @@ class GPFunctionBatches(Dataset):
     """
 
     def __init__(self, config, n_batches, *, pool_size=None, random_state=0):
-        self.config = config
+        self.configs = [config] if isinstance(config, PriorConfig) else list(config)
+        self.config = self.configs[0]
         self.n_batches = int(n_batches)
         self.pool_size = pool_size
         self.random_state = int(random_state)
-        self.sqrt_ab = config.schedule().sqrt_alpha_bars.double().numpy()
+        self.sqrt_ab = self.config.schedule().sqrt_alpha_bars.double().numpy()
         self.calls = 0
         self.pool = None
         if pool_size is not None:
-            self.pool = config.draw_functions(int(pool_size), self.random_state)
+            if len(self.configs) > 1:
+                raise ValueError("A fixed pool ('pool_size') needs a single configuration.")
+            self.pool = self.config.draw_functions(int(pool_size), self.random_state)
 
     def __len__(self):
         return self.n_batches
@@ -220,7 +225,9 @@ class GPFunctionBatches(Dataset):
         self.calls += 1
         b = self.config.batch_size
         if self.pool is None:
-            data = self.config.draw_functions(b, rng)
+            cfg = self.configs[rng.randint(len(self.configs))] if len(self.configs) > 1 \
+                else self.config
+            data = cfg.draw_functions(b, rng)
             X, y0, mask = data.X, data.y, data.mask
         else:
             idx = rng.randint(len(self.pool.y), size=b)
@@ -344,8 +351,10 @@ def train_prior(config=None, *, max_epochs=20, steps_per_epoch=250, pool_size=No
 
     Parameters
     ----------
-    config : PriorConfig, default=None
-        ``None`` uses ``PriorConfig()`` (the default "gp" prior in one dimension).
+    config : PriorConfig or sequence of PriorConfig, default=None
+        ``None`` uses ``PriorConfig()`` (the default "gp" prior in one dimension). A sequence
+        trains one network on batches drawn from each in turn at random (e.g. several ``n_dims``);
+        the first one sets the network and the optimisation settings.
     max_epochs : int, default=20
         Epochs; one epoch is ``steps_per_epoch`` optimisation steps (``config.batch_size``
         functions each), so the run has ``max_epochs * steps_per_epoch`` steps.
@@ -370,11 +379,26 @@ def train_prior(config=None, *, max_epochs=20, steps_per_epoch=250, pool_size=No
         EMA weights (CPU state dict) to load for sampling.
     history : skorch.History
         Per-epoch ``train_loss`` (the mean over the epoch's steps) and per-batch losses.
+
+    See Also
+    --------
+    skdiff.diffusion.load_prior : the shipped pretrained priors.
+
+    Examples
+    --------
+    >>> from skdiff.diffusion import PriorConfig, train_prior
+    >>> cfg = PriorConfig(kernel="se", lengthscale=0.5, n_points=16, hidden_dim=16,
+    ...                   n_layers=1, n_heads=4, batch_size=8)
+    >>> module, ema_state, history = train_prior(cfg, max_epochs=2, steps_per_epoch=5)
+    >>> len(history), module.linear_output.weight.shape == ema_state["linear_output.weight"].shape
+    (2, True)
     """
     config = PriorConfig() if config is None else config
+    configs = [config] if isinstance(config, PriorConfig) else list(config)
+    config = configs[0]
     total = int(max_epochs) * int(steps_per_epoch)
     seed = int(random_state)
-    dataset = GPFunctionBatches(config, steps_per_epoch, pool_size=pool_size, random_state=seed)
+    dataset = GPFunctionBatches(configs, steps_per_epoch, pool_size=pool_size, random_state=seed)
     with torch_seed(seed, device):
         if module is None:
             module = config.network()

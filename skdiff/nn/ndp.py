@@ -141,6 +141,25 @@ class NDPNoiseModel(nn.Module):
     ------
     ``x`` [b, n, d], ``y_t`` [b, n, 1], ``t`` [b] (long), ``mask`` [b, n] bool with True marking
     padding -> ``eps_hat`` [b, n, 1] (zero at padded points).
+
+    See Also
+    --------
+    skdiff.diffusion.train_prior : trains it on GP functions.
+    skdiff.diffusion.load_prior : loads the shipped pretrained weights.
+
+    References
+    ----------
+    Dutordoir, Saul, Ghahramani, Simpson, "Neural Diffusion Processes", ICML 2023, §4.1;
+    official code ``vdutor/neural-diffusion-processes``, ``model.py``.
+
+    Examples
+    --------
+    >>> import torch
+    >>> from skdiff.nn import NDPNoiseModel
+    >>> model = NDPNoiseModel(hidden_dim=16, n_layers=2, n_heads=4)
+    >>> x, y_t = torch.rand(2, 10, 3), torch.randn(2, 10, 1)
+    >>> model(x, y_t, torch.tensor([3, 400])).shape
+    torch.Size([2, 10, 1])
     """
 
     def __init__(self, hidden_dim: int = 64, n_layers: int = 4, n_heads: int = 8):
