@@ -91,7 +91,7 @@ class NDPRegressor(RegressorMixin, NeuralEstimatorBase):
     done at sampling time (RePaint), so ``fit`` involves **no gradient step**:
 
     1. validate ``X`` and ``y``; standardise ``y`` to zero mean and unit variance (the prior's
-       scale; a constant ``y`` uses scale 1 with a warning);
+       scale; a constant ``y`` uses scale 1 with a warning; ``normalize_y=False`` skips it);
     2. map ``X`` affinely, per feature, into the prior's input domain :math:`[-2, 2]^D`:
        ``x_bounds=None`` sends the training minimum and maximum to ``-2 * x_margin`` and
        ``2 * x_margin``; explicit bounds are sent to ``-2`` and ``2``. ``predict`` applies the
@@ -138,6 +138,10 @@ class NDPRegressor(RegressorMixin, NeuralEstimatorBase):
         query points slightly outside it still lie where the prior was trained.
     predict_noise : bool, default=True
         Whether ``predict``'s std/cov include the observation noise (see above).
+    normalize_y : bool, default=True
+        Standardise ``y`` with its mean and standard deviation (needs 2 or more points).
+        ``False`` takes ``y`` as already on the prior's scale (zero mean, unit variance), as
+        in the paper's tasks; one training point is then enough.
     max_context : int, default=128
         Most training points used as context (the prior was trained on 40-80 points per
         function and attention costs :math:`O(N^2)`); a larger training set is subsampled at
@@ -225,6 +229,7 @@ class NDPRegressor(RegressorMixin, NeuralEstimatorBase):
         "x_bounds": ["array-like", None],
         "x_margin": [Interval(numbers.Real, 0, 1, closed="right")],
         "predict_noise": ["boolean"],
+        "normalize_y": ["boolean"],
         "max_context": [Interval(numbers.Integral, 2, None, closed="left")],
         "predict_batch_size": [Interval(numbers.Integral, 1, None, closed="left")],
         "hidden_dim": [Interval(numbers.Integral, 1, None, closed="left"), None],
@@ -243,9 +248,10 @@ class NDPRegressor(RegressorMixin, NeuralEstimatorBase):
 
     def __init__(self, *, prior="gp", pretrained=True, sampler="fast", n_sampling_steps=20,
                  n_resample=4, n_samples=64, x_bounds=None, x_margin=0.9, predict_noise=True,
-                 max_context=128, predict_batch_size=64, hidden_dim=None, n_layers=None,
-                 n_heads=None, max_epochs=20, steps_per_epoch=250, lr=1e-3, batch_size=32,
-                 cache_dir=None, device="auto", random_state=None, verbose=0, callbacks=None):
+                 normalize_y=True, max_context=128, predict_batch_size=64, hidden_dim=None,
+                 n_layers=None, n_heads=None, max_epochs=20, steps_per_epoch=250, lr=1e-3,
+                 batch_size=32, cache_dir=None, device="auto", random_state=None, verbose=0,
+                 callbacks=None):
         self.prior = prior
         self.pretrained = pretrained
         self.sampler = sampler
@@ -255,6 +261,7 @@ class NDPRegressor(RegressorMixin, NeuralEstimatorBase):
         self.x_bounds = x_bounds
         self.x_margin = x_margin
         self.predict_noise = predict_noise
+        self.normalize_y = normalize_y
         self.max_context = max_context
         self.predict_batch_size = predict_batch_size
         self.hidden_dim = hidden_dim
@@ -293,20 +300,23 @@ class NDPRegressor(RegressorMixin, NeuralEstimatorBase):
             )
         X, y = validate_data(self, X, y, dtype=np.float64, y_numeric=True)
         n, d = X.shape
-        if n < 2:
+        # 1. the target scale
+        if not self.normalize_y:
+            self.y_mean_, self.y_std_ = 0.0, 1.0
+        elif n < 2:
             raise ValueError(
                 f"NDPRegressor needs at least 2 training samples to standardise y; got {n} "
-                "sample."
+                "sample. Pass normalize_y=False if y is already on the prior's scale."
             )
-        # 1. the target scale
-        self.y_mean_ = float(np.mean(y))
-        std = float(np.std(y))
-        if not np.isfinite(std) or std <= 1e-12 * max(1.0, abs(self.y_mean_)):
-            warnings.warn("y is constant; NDPRegressor uses a unit scale for it, so the "
-                          "posterior is the prior's around that constant.", UserWarning,
-                          stacklevel=2)
-            std = 1.0
-        self.y_std_ = std
+        else:
+            self.y_mean_ = float(np.mean(y))
+            std = float(np.std(y))
+            if not np.isfinite(std) or std <= 1e-12 * max(1.0, abs(self.y_mean_)):
+                warnings.warn("y is constant; NDPRegressor uses a unit scale for it, so the "
+                              "posterior is the prior's around that constant.", UserWarning,
+                              stacklevel=2)
+                std = 1.0
+            self.y_std_ = std
         # 2. the prior (network, configuration, schedule)
         self._get_prior(d, seed)
         # 3. the input map into the prior's domain
@@ -437,8 +447,6 @@ class NDPRegressor(RegressorMixin, NeuralEstimatorBase):
         """
         Z = self._check_X(X)
         n_samples = _check_n_samples(n_samples)
-        if Z.shape[0] == 0:
-            return np.empty((0, n_samples))
         ys = self._sample_std(Z, n_samples, draw_seed(random_state))
         return ys * self.y_std_ + self.y_mean_
 
@@ -491,10 +499,6 @@ class NDPRegressor(RegressorMixin, NeuralEstimatorBase):
             )
         Z = self._check_X(X)
         m = Z.shape[0]
-        if m == 0:
-            empty = np.empty(0)
-            return (empty, np.empty((0, 0)) if return_cov else empty) \
-                if (return_std or return_cov) else empty
         noise_var = 0.0 if self.predict_noise else float(self.prior_config_.noise)
         if return_cov:
             ys = self._sample_std(Z, self.n_samples, self.seed_)

@@ -1,0 +1,149 @@
+"""NDP interpolation benchmark (Dutordoir et al., 2023, Sec. 5.1 protocol).
+
+Tasks: functions drawn from a GP (SE or Matérn-5/2, variance 1, lengthscale 0.25 * sqrt(D),
+observation-noise variance 0.0025 independent of f, x ~ U(-2, 2)^D); each task has 1-9 context
+points (D = 1; 5-20 at D = 2) and 50 targets. Metrics on the targets: joint log-likelihood per
+target point of the Gaussian moment-matched to 128 samples (NDP) or of the exact predictive
+(GPs), MSE of the mean, coverage of the central 95 % marginal interval.
+
+Methods: NDPRegressor (the shipped prior, default fast sampler, ``x_bounds=(-2, 2)`` so tasks
+live in the prior's domain), the exact GP with the true hyper-parameters (the optimum), and
+``GaussianProcessRegressor`` with ML-II fitted variance and lengthscale (true kernel family,
+noise fixed at its true value, 3 optimiser restarts).
+
+Run (takes tens of minutes on 2 CPU cores; ``--n-tasks`` trades precision for time)::
+
+    python benchmarks/ndp_interpolation.py --n-tasks 32 --kernels se matern52 --dims 1
+    python benchmarks/ndp_interpolation.py --n-tasks 16 --kernels se --dims 2
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import time
+import warnings
+
+import numpy as np
+from sklearn.exceptions import ConvergenceWarning
+from sklearn.gaussian_process import GaussianProcessRegressor
+from sklearn.gaussian_process.kernels import RBF, ConstantKernel, Matern, WhiteKernel
+
+from skdiff import NDPRegressor
+from skdiff._ndp import gaussian_log_likelihood
+from skdiff.datasets import make_gp_functions
+
+NOISE = 0.0025
+
+
+def make_tasks(kernel, n_dims, n_tasks, seed=0, n_targets=50):
+    rng = np.random.RandomState(seed)
+    lo, hi = (1, 9) if n_dims == 1 else (5, 20)
+    n_ctx = rng.randint(lo, hi + 1, size=n_tasks)
+    data = make_gp_functions(n_tasks, n_targets + hi, n_dims, kernel=kernel,
+                             lengthscale=0.25 * np.sqrt(n_dims), noise=NOISE, random_state=seed)
+    tasks = []
+    for i, c in enumerate(n_ctx):
+        X, y = data.X[i], data.y[i]
+        tasks.append((X[:c], y[:c], X[hi:hi + n_targets], y[hi:hi + n_targets]))
+    return tasks
+
+
+def sk_kernel(kernel, n_dims, fixed):
+    ls = 0.25 * np.sqrt(n_dims)
+    bounds = "fixed" if fixed else (1e-2, 1e2)
+    base = RBF(ls, length_scale_bounds=bounds) if kernel == "se" else \
+        Matern(ls, nu=2.5, length_scale_bounds=bounds)
+    return (ConstantKernel(1.0, constant_value_bounds="fixed" if fixed else (1e-2, 1e2)) * base
+            + WhiteKernel(NOISE, noise_level_bounds="fixed"))
+
+
+def gp_metrics(gpr, Xc, yc, Xt, yt):
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", ConvergenceWarning)
+        gpr.fit(Xc, yc)
+    mean, cov = gpr.predict(Xt, return_cov=True)
+    cov = cov + 1e-9 * np.eye(len(yt))
+    L = np.linalg.cholesky(cov)
+    z = np.linalg.solve(L, yt - mean)
+    ll = -0.5 * (z @ z + 2 * np.log(np.diag(L)).sum() + len(yt) * np.log(2 * np.pi)) / len(yt)
+    sd = np.sqrt(np.diag(cov))
+    return ll, np.mean((mean - yt) ** 2), np.mean(np.abs(yt - mean) < 1.96 * sd)
+
+
+def ndp_metrics(est, Xc, yc, Xt, yt, n_samples=128, seed=0):
+    est.fit(Xc, yc)
+    samples = est.sample_posterior(Xt, n_samples=n_samples, random_state=seed)
+    mean, sd = samples.mean(1), samples.std(1, ddof=1)
+    ll = gaussian_log_likelihood(yt, samples, joint=True)
+    return ll, np.mean((mean - yt) ** 2), np.mean(np.abs(yt - mean) < 1.96 * sd)
+
+
+def summarise(rows):
+    a = np.asarray(rows)
+    se = a.std(0, ddof=1) / np.sqrt(len(a)) if len(a) > 1 else np.zeros(a.shape[1])
+    return {"loglik": [a[:, 0].mean(), se[0]], "mse": [a[:, 1].mean(), se[1]],
+            "coverage95": [a[:, 2].mean(), se[2]]}
+
+
+def main(argv=None):
+    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    p.add_argument("--n-tasks", type=int, default=32)
+    p.add_argument("--kernels", nargs="+", default=["se", "matern52"])
+    p.add_argument("--dims", nargs="+", type=int, default=[1])
+    p.add_argument("--prior", default="gp")
+    p.add_argument("--sampler", default="fast")
+    p.add_argument("--n-sampling-steps", type=int, default=20)
+    p.add_argument("--n-resample", type=int, default=4)
+    p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--threads", type=int, default=0, help="torch threads (0: torch default)")
+    p.add_argument("--json", default=None, help="write the results here")
+    args = p.parse_args(argv)
+    if args.threads:
+        import torch
+
+        torch.set_num_threads(args.threads)
+    results = {}
+    for d in args.dims:
+        for kernel in args.kernels:
+            tasks = make_tasks(kernel, d, args.n_tasks, seed=args.seed)
+            ndp = NDPRegressor(prior=args.prior, sampler=args.sampler,
+                               n_sampling_steps=args.n_sampling_steps,
+                               n_resample=args.n_resample, x_bounds=(-2, 2), normalize_y=False,
+                               random_state=0)
+            rows = {"ndp": [], "gp_true": [], "gpr_ml2": []}
+            t0 = time.time()
+            for i, (Xc, yc, Xt, yt) in enumerate(tasks):
+                rows["ndp"].append(ndp_metrics(ndp, Xc, yc, Xt, yt, seed=i))
+                rows["gp_true"].append(gp_metrics(GaussianProcessRegressor(
+                    sk_kernel(kernel, d, True), optimizer=None), Xc, yc, Xt, yt))
+                rows["gpr_ml2"].append(gp_metrics(GaussianProcessRegressor(
+                    sk_kernel(kernel, d, False), n_restarts_optimizer=3, random_state=i),
+                    Xc, yc, Xt, yt))
+            key = f"D={d} {kernel}"
+            results[key] = {m: summarise(r) for m, r in rows.items()}
+            small = [i for i, t in enumerate(tasks) if len(t[0]) <= (4 if d == 1 else 10)]
+            if len(small) > 1:
+                results[key]["small_context"] = {
+                    m: summarise([r[i] for i in small]) for m, r in rows.items()}
+            results[key]["ndp_seconds_per_task"] = (time.time() - t0) / len(tasks)
+            print(f"\n{key}: {len(tasks)} tasks, {results[key]['ndp_seconds_per_task']:.1f} s "
+                  "per task (all methods)")
+            print(f"{'method':10s} {'loglik/pt':>16s} {'MSE':>16s} {'cover95':>16s}")
+            for m in rows:
+                r = results[key][m]
+                print(f"{m:10s} " + " ".join(f"{r[k][0]:9.3f} ± {r[k][1]:.3f}"
+                                             for k in ("loglik", "mse", "coverage95")))
+            if "small_context" in results[key]:
+                print(f"small context ({len(small)} tasks):")
+                for m in rows:
+                    r = results[key]["small_context"][m]
+                    print(f"{m:10s} " + " ".join(f"{r[k][0]:9.3f} ± {r[k][1]:.3f}"
+                                                 for k in ("loglik", "mse", "coverage95")))
+    if args.json:
+        with open(args.json, "w") as f:
+            json.dump({"args": vars(args), "results": results}, f, indent=2)
+
+
+if __name__ == "__main__":
+    main()

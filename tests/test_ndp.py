@@ -1,0 +1,183 @@
+"""NDPRegressor with the shipped pretrained prior (1-D "gp")."""
+
+import pickle
+import warnings
+
+import numpy as np
+import pytest
+import torch
+from sklearn.base import clone
+from sklearn.model_selection import GridSearchCV, cross_val_score
+from sklearn.pipeline import make_pipeline
+from sklearn.preprocessing import StandardScaler
+
+from skdiff import NDPRegressor, log_likelihood_scorer
+from skdiff._ndp import _PRIOR_CACHE, gaussian_log_likelihood
+from skdiff.datasets import make_gp_functions
+
+FAST = dict(n_samples=32, n_sampling_steps=10, n_resample=3, device="cpu")
+
+
+@pytest.fixture(scope="module")
+def data():
+    """One SE draw (lengthscale 0.5 on [-2, 2]): 9 context points, 20 targets."""
+    d = make_gp_functions(1, 29, 1, kernel="se", lengthscale=0.5, random_state=3)
+    X, y = d.X[0], d.y[0]
+    return X[:9], y[:9], X[9:], y[9:]
+
+
+@pytest.fixture(scope="module")
+def fitted(data):
+    X, y, _, _ = data
+    return NDPRegressor(random_state=0, x_bounds=(-2, 2), **FAST).fit(X, y)
+
+
+def test_shapes_and_gpr_contract(fitted, data):
+    _, _, Xt, _ = data
+    mean = fitted.predict(Xt)
+    m2, std = fitted.predict(Xt, return_std=True)
+    m3, cov = fitted.predict(Xt, return_cov=True)
+    assert mean.shape == std.shape == (20,) and cov.shape == (20, 20)
+    np.testing.assert_allclose(mean, m2)  # deterministic predict
+    assert np.all(std > 0)
+    np.testing.assert_allclose(np.sqrt(np.diag(cov)), std, rtol=0.5)  # same sampler, one block
+    with pytest.raises(RuntimeError, match="At most one of return_std or return_cov"):
+        fitted.predict(Xt, return_std=True, return_cov=True)
+    s = fitted.sample_posterior(Xt, n_samples=5, random_state=1)
+    assert s.shape == (20, 5)
+    np.testing.assert_array_equal(s, fitted.sample_y(Xt, n_samples=5, random_state=1))
+    assert fitted.sample_prior(Xt, n_samples=4, random_state=0).shape == (20, 4)
+
+
+def test_repeatable_and_callers_rng_untouched(fitted, data):
+    _, _, Xt, _ = data
+    torch.manual_seed(123)
+    expected = torch.rand(1)
+    torch.manual_seed(123)
+    a = fitted.sample_posterior(Xt, n_samples=3, random_state=7)
+    b = fitted.sample_posterior(Xt, n_samples=3, random_state=7)
+    assert torch.rand(1) == expected
+    np.testing.assert_array_equal(a, b)
+    c = fitted.sample_posterior(Xt, n_samples=3, random_state=8)
+    assert not np.allclose(a, c)
+    # a new fit with the same random_state predicts the same numbers
+    refit = clone(fitted).fit(fitted.X_train_ / fitted.x_scale_ + fitted.x_offset_,
+                              fitted.y_train_ * fitted.y_std_ + fitted.y_mean_)
+    np.testing.assert_allclose(refit.predict(Xt), fitted.predict(Xt), rtol=1e-5, atol=1e-6)
+
+
+def test_affine_equivariance_of_the_maps(data):
+    """The input map makes X's units irrelevant; y's standardisation carries over exactly."""
+    X, y, Xt, _ = data
+    base = NDPRegressor(random_state=0, **FAST).fit(X, y)
+    m0, s0 = base.predict(Xt, return_std=True)
+    moved = NDPRegressor(random_state=0, **FAST).fit(10 * X + 3, 5 * y - 100)
+    m1, s1 = moved.predict(10 * Xt + 3, return_std=True)
+    np.testing.assert_allclose(m1, 5 * m0 - 100, rtol=1e-4, atol=1e-3)
+    np.testing.assert_allclose(s1, 5 * s0, rtol=1e-4, atol=1e-4)
+    # documented map: training range -> 0.9 * [-2, 2]
+    assert base.X_train_.min() == pytest.approx(-1.8) and base.X_train_.max() == pytest.approx(1.8)
+    assert base.y_train_.mean() == pytest.approx(0) and base.y_train_.std() == pytest.approx(1)
+
+
+def test_interpolates_a_gp_draw(fitted, data):
+    """Close to the data where it is dense, calibrated on held-out points."""
+    _, _, Xt, yt = data
+    mean, std = fitted.predict(Xt, return_std=True)
+    rmse = np.sqrt(np.mean((mean - yt) ** 2))
+    assert rmse < 0.5 * np.std(yt)
+    z = np.abs(mean - yt) / std
+    assert np.mean(z < 2.5) >= 0.8
+    assert fitted.score(Xt, yt) > 0.7
+    assert fitted.log_likelihood(Xt, yt) > -1.0
+
+
+def test_predict_noise_flag(data):
+    X, y, Xt, _ = data
+    with_noise = NDPRegressor(random_state=0, **FAST).fit(X, y)
+    without = clone(with_noise).set_params(predict_noise=False).fit(X, y)
+    m0, s0 = with_noise.predict(Xt, return_std=True)
+    m1, s1 = without.predict(Xt, return_std=True)
+    np.testing.assert_allclose(m0, m1)
+    np.testing.assert_allclose(s1 ** 2, np.clip(s0 ** 2 - with_noise.noise_variance_, 0, None),
+                               rtol=1e-6, atol=1e-10)
+    assert np.all(s1 <= s0)
+
+
+def test_bad_input(data):
+    X, y, Xt, _ = data
+    est = NDPRegressor(**FAST)
+    Xn = X.copy()
+    Xn[0, 0] = np.nan
+    with pytest.raises(ValueError, match="NaN"):
+        est.fit(Xn, y)
+    with pytest.raises(ValueError, match="1 sample"):
+        est.fit(X[:1], y[:1])
+    with pytest.raises(ValueError, match="single output"):
+        est.fit(X, np.c_[y, y])
+    with pytest.warns(UserWarning, match="y is constant"):
+        const = clone(est).fit(X, np.full(len(y), 3.0))
+    assert np.allclose(const.predict(Xt), 3.0, atol=1.0)
+    fitted = clone(est).fit(X, y)
+    with pytest.raises(ValueError, match="features"):
+        fitted.predict(np.c_[Xt, Xt])
+    with pytest.warns(UserWarning, match="far outside the training range"):
+        fitted.predict(Xt[:2] + 50)
+    with pytest.raises(ValueError, match="pretrained=True"):
+        NDPRegressor(hidden_dim=32).fit(X, y)
+    with pytest.raises(ValueError, match="x_bounds"):
+        NDPRegressor(x_bounds=(1, -1)).fit(X, y)
+    with pytest.raises(ValueError, match="No pretrained weights"):
+        NDPRegressor(**FAST).fit(np.ones((5, 7)) * np.arange(5)[:, None], np.arange(5.0))
+    with pytest.raises(ValueError, match="joint=True needs n_samples"):
+        fitted.log_likelihood(Xt, np.zeros(len(Xt)), joint=True)
+
+
+def test_max_context_subsamples_with_warning(data):
+    X, y, _, _ = data
+    with pytest.warns(UserWarning, match="max_context"):
+        est = NDPRegressor(max_context=5, random_state=0, **FAST).fit(X, y)
+    assert est.X_train_.shape == (5, 1)
+
+
+def test_pickle_clone_pipeline_gridsearch(fitted, data):
+    X, y, Xt, yt = data
+    loaded = pickle.loads(pickle.dumps(fitted))
+    np.testing.assert_array_equal(loaded.predict(Xt), fitted.predict(Xt))
+    pipe = make_pipeline(StandardScaler(), NDPRegressor(random_state=0, **FAST))
+    assert pipe.fit(X, y).predict(Xt).shape == (20,)
+    Xa, ya = np.r_[X, Xt], np.r_[y, yt]
+    gs = GridSearchCV(NDPRegressor(random_state=0, **FAST), {"n_resample": [0, 3]},
+                      scoring=log_likelihood_scorer, cv=2).fit(Xa, ya)
+    assert np.all(np.isfinite(gs.cv_results_["mean_test_score"]))
+    assert np.all(np.isfinite(cross_val_score(NDPRegressor(random_state=0, **FAST), Xa, ya,
+                                              cv=2)))
+
+
+def test_gaussian_log_likelihood_matches_scipy():
+    from scipy.stats import multivariate_normal, norm
+
+    rng = np.random.default_rng(0)
+    samples = rng.normal(size=(3, 200)) + np.array([[1.0], [0.0], [-1.0]])
+    y = np.array([0.5, 0.1, -0.7])
+    mean, cov = samples.mean(1), np.cov(samples)
+    ref = multivariate_normal(mean, cov).logpdf(y) / 3
+    assert gaussian_log_likelihood(y, samples, joint=True) == pytest.approx(ref, rel=1e-6)
+    ref_m = norm(mean, np.sqrt(np.diag(cov))).logpdf(y).mean()
+    assert gaussian_log_likelihood(y, samples, joint=False) == pytest.approx(ref_m, rel=1e-6)
+
+
+def test_pretrained_false_trains_once_and_caches(tmp_path, data):
+    X, y, Xt, _ = data
+    kw = dict(pretrained=False, hidden_dim=8, n_layers=1, n_heads=2, max_epochs=1,
+              steps_per_epoch=2, batch_size=4, cache_dir=tmp_path, random_state=0, **FAST)
+    a = NDPRegressor(**kw).fit(X, y)
+    files = list(tmp_path.glob("prior_*.pt"))
+    assert len(files) == 1
+    assert a.module_.hidden_dim == 8
+    _PRIOR_CACHE.clear()  # force the disk cache
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        b = NDPRegressor(**kw).fit(X, y)
+    np.testing.assert_allclose(a.predict(Xt), b.predict(Xt), rtol=1e-6)
+    assert len(list(tmp_path.glob("prior_*.pt"))) == 1
