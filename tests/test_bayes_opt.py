@@ -1,0 +1,60 @@
+"""Thompson-sampling Bayesian optimisation."""
+
+import numpy as np
+import pytest
+from sklearn.gaussian_process import GaussianProcessRegressor
+from sklearn.gaussian_process.kernels import RBF, ConstantKernel
+
+from skdiff import NDPRegressor
+from skdiff.bayes_opt import HARTMANN3_MIN, hartmann3, thompson_sampling
+
+
+def _objective(X):
+    return (X[:, 0] - 0.3) ** 2 + 0.1 * np.sin(5 * X[:, 0])
+
+
+def test_hartmann3_minimum():
+    x_star = np.array([[0.114614, 0.555649, 0.852547]])
+    assert hartmann3(x_star)[0] == pytest.approx(HARTMANN3_MIN, abs=1e-4)
+    rng = np.random.default_rng(0)
+    assert np.all(hartmann3(rng.uniform(size=(500, 3))) >= HARTMANN3_MIN)
+    with pytest.raises(ValueError, match="dimension 3"):
+        hartmann3(np.zeros((2, 2)))
+
+
+def test_random_search_contract():
+    res = thompson_sampling(_objective, [(0, 1)], model="random", n_iter=6, n_init=2,
+                            random_state=0)
+    assert res.X.shape == (8, 1) and res.y.shape == (8,)
+    np.testing.assert_allclose(res.y, _objective(res.X))
+    assert np.all(np.diff(res.best_so_far) <= 0) and res.y_best == res.y.min()
+    again = thompson_sampling(_objective, [(0, 1)], model="random", n_iter=6, n_init=2,
+                              random_state=0)
+    np.testing.assert_array_equal(res.X, again.X)
+
+
+@pytest.mark.filterwarnings("ignore::sklearn.exceptions.ConvergenceWarning")
+def test_gpr_thompson_finds_the_minimum():
+    gpr = GaussianProcessRegressor(ConstantKernel() * RBF(0.2), normalize_y=True)
+    res = thompson_sampling(_objective, [(0, 1)], model=gpr, n_iter=10, random_state=0)
+    grid = np.linspace(0, 1, 2001)[:, None]
+    assert res.y_best - _objective(grid).min() < 0.01
+
+
+def test_ndp_thompson_improves_without_retraining():
+    model = NDPRegressor(x_bounds=[(0, 1)], n_sampling_steps=10, n_resample=2, n_samples=2,
+                         device="cpu", random_state=0)
+    res = thompson_sampling(_objective, [(0, 1)], model=model, n_iter=8, n_init=2,
+                            n_candidates=32, random_state=1)
+    grid = np.linspace(0, 1, 2001)[:, None]
+    assert res.y_best - _objective(grid).min() < 0.02
+    assert res.best_so_far[-1] < res.best_so_far[1]
+
+
+def test_bad_arguments():
+    with pytest.raises(ValueError, match="'bounds'"):
+        thompson_sampling(_objective, [(1, 0)], model="random")
+    with pytest.raises(ValueError, match="'n_iter'"):
+        thompson_sampling(_objective, [(0, 1)], model="random", n_iter=-1)
+    with pytest.raises(TypeError, match="sample_y"):
+        thompson_sampling(_objective, [(0, 1)], model=object())
