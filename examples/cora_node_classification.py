@@ -1,0 +1,52 @@
+"""Node classification on Cora with DIFFormer (public Planetoid split).
+
+The whole graph is one :class:`skdiff.Graph`; ``X`` is a column of node ids. Training uses the
+140 public training labels, early stopping watches the 500 validation nodes
+(``validation_mask``), and the 1000 test nodes are scored from a full-graph forward. Features
+are row-normalised as in the official code. Also shown: LabelSpreading on the same graph and
+the learned dependency structure (top-k attention graph).
+
+Run: ``python examples/cora_node_classification.py [data_home]`` (default ``../shared/data``).
+"""
+
+import sys
+import time
+from pathlib import Path
+
+import numpy as np
+from sklearn.preprocessing import normalize
+from sklearn.semi_supervised import LabelSpreading
+
+from skdiff import DIFFormerClassifier, Graph
+from skdiff.datasets import load_planetoid
+
+DEFAULT_HOME = Path(__file__).parents[1].parent / "shared" / "data"
+data_home = sys.argv[1] if len(sys.argv) > 1 else DEFAULT_HOME
+cora = load_planetoid("cora", data_home=data_home)
+y = cora.target
+g = Graph(normalize(cora.data, norm="l1"), cora.adjacency)
+print(g)
+
+ids = np.concatenate([cora.train_idx, cora.val_idx])  # labelled rows seen by fit
+t = time.perf_counter()
+clf = DIFFormerClassifier(random_state=0)
+clf.fit(ids[:, None], y[ids], graph=g, validation_mask=np.isin(ids, cora.val_idx))
+test = cora.test_idx[:, None]
+print(f"DIFFormer-s test accuracy: {clf.score(test, y[cora.test_idx]):.3f} "
+      f"({len(clf.history_)} epochs, {time.perf_counter() - t:.0f} s)")
+
+# LabelSpreading on the same graph (the adjacency as its kernel)
+y_semi = np.full(y.shape[0], -1)
+y_semi[cora.train_idx] = y[cora.train_idx]
+A = cora.adjacency
+ls = LabelSpreading(kernel=lambda a, b: A[a.ravel().astype(int)][:, b.ravel().astype(int)],
+                    alpha=0.99, max_iter=1000).fit(g.node_ids(), y_semi)
+ls_acc = np.mean(ls.transduction_[cora.test_idx] == y[cora.test_idx])
+print(f"LabelSpreading test accuracy: {ls_acc:.3f}")
+
+# The learned dependency structure: which nodes does each test node attend to most?
+S = clf.attention_graph(test, k=10, layer=-1)
+rows, cols = S.nonzero()
+same = np.mean(y[cora.test_idx[rows]] == y[cols])
+print(f"top-10 attended nodes sharing the test node's class: {same:.2f} "
+      f"(chance {np.sum(np.bincount(y) ** 2) / y.size ** 2:.2f})")
