@@ -72,11 +72,28 @@ def _train_or_load_prior(config, *, max_epochs, steps_per_epoch, seed, device, c
 
 
 def _load_pretrained(name, n_dims, device):
-    from .diffusion.priors import load_prior
+    """Load the shipped prior for ``n_dims``; without one, the nearest shipped dimension.
 
-    mem_key = ("pretrained", name, n_dims, device)
+    The noise network is invariant to the order *and number* of input dimensions (attention
+    across dimensions, then a mean over them), so a prior trained for D' can run on D inputs.
+    It was not trained there, hence the warning. A corrupt or stale file is never bypassed.
+    """
+    from .diffusion.priors import available_priors, get_prior_config, load_prior
+
+    get_prior_config(name, n_dims)  # unknown names fail here, with the registered list
+    dims = sorted(d for n, d in available_priors() if n == name)
+    use = n_dims
+    if dims and n_dims not in dims:
+        below = [d for d in dims if d <= n_dims]
+        use = below[-1] if below else dims[0]
+        warnings.warn(
+            f"No pretrained {name!r} prior for {n_dims} input dimensions (shipped: {dims}); "
+            f"using the {use}-D prior's network, which accepts any number of dimensions but "
+            f"was not trained for {n_dims}. Set pretrained=False to train a {n_dims}-D prior.",
+            UserWarning, stacklevel=4)
+    mem_key = ("pretrained", name, use, device)
     if mem_key not in _PRIOR_CACHE:
-        _PRIOR_CACHE[mem_key] = load_prior(name, n_dims, device=device)
+        _PRIOR_CACHE[mem_key] = load_prior(name, use, device=device)
     return _PRIOR_CACHE[mem_key]
 
 
@@ -97,7 +114,9 @@ class NDPRegressor(RegressorMixin, NeuralEstimatorBase):
        ``2 * x_margin``; explicit bounds are sent to ``-2`` and ``2``. ``predict`` applies the
        same map (inputs that land far outside the domain trigger a warning);
     3. obtain the prior network: the pretrained weights shipped for ``prior`` and
-       ``D = n_features`` (loaded in well under a second, checksum verified), or, with
+       ``D = n_features`` (loaded in well under a second, checksum verified; for a ``D``
+       without shipped weights, the nearest shipped prior with a warning: the network is
+       invariant to the number of input dimensions), or, with
        ``pretrained=False``, a prior trained by the package's procedure and cached on disk
        keyed by its configuration (so cross-validation folds reuse it);
     4. store the standardised context.

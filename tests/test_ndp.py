@@ -127,10 +127,13 @@ def test_bad_input(data):
         NDPRegressor(hidden_dim=32).fit(X, y)
     with pytest.raises(ValueError, match="x_bounds"):
         NDPRegressor(x_bounds=(1, -1)).fit(X, y)
-    with pytest.raises(ValueError, match="No pretrained weights"):
-        NDPRegressor(**FAST).fit(np.ones((5, 7)) * np.arange(5)[:, None], np.arange(5.0))
+    with pytest.raises(ValueError, match="Unknown prior"):
+        NDPRegressor(prior="nope", **FAST).fit(X, y)
+    X7 = np.ones((5, 7)) * np.arange(5)[:, None]
+    with pytest.warns(UserWarning, match="No pretrained 'gp' prior for 7 input dimensions"):
+        assert NDPRegressor(**FAST).fit(X7, np.arange(5.0)).predict(X7[:2]).shape == (2,)
     with pytest.raises(ValueError, match="joint=True needs n_samples"):
-        fitted.log_likelihood(Xt, np.zeros(len(Xt)), joint=True)
+        fitted.log_likelihood(np.r_[Xt, Xt], np.zeros(2 * len(Xt)), joint=True)
 
 
 def test_max_context_subsamples_with_warning(data):
