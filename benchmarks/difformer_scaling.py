@@ -6,11 +6,13 @@ and the model (torch itself included), "peak" the maximum over the timed steps.
 
 Configurations (DESIGN §7): full-batch forward+backward+Adam step of the simple kernel,
 N = 10K and 100K rows, 128 features, hidden 64, 2 layers, 1 head, with and without a random
-graph of average degree 10; then inductive ``predict_proba`` of 100K new rows by a
-``DIFFormerClassifier`` fitted on 10K rows (each new row attends to the cached per-layer
+graph of average degree 10, and at 100K also with per-layer gradient checkpointing
+(``checkpoint_layers=True``, what ``DIFFormerClassifier`` uses for batches above 20K rows);
+then inductive ``predict_proba`` of 100K new rows by a ``DIFFormerClassifier`` fitted on 10K
+rows (each new row attends to the cached per-layer
 summaries of the training rows).
 
-Run: ``python benchmarks/difformer_scaling.py`` (add ``--threads 2`` to pin torch threads).
+Run: ``python benchmarks/difformer_scaling.py [--threads 1]`` (torch threads per run).
 """
 
 from __future__ import annotations
@@ -38,7 +40,7 @@ def _random_graph(n, degree, rng):
     return A.maximum(A.T).tocsr()
 
 
-def run_train(n, graph, steps, threads):
+def run_train(n, graph, ckpt, steps, threads):
     import torch
 
     from skdiff.nn.difformer import DIFFormer
@@ -52,8 +54,8 @@ def run_train(n, graph, steps, threads):
     adj = None
     if graph:
         ei, ew = edge_index_from_scipy(_random_graph(n, 10, rng))
-        adj = normalized_adjacency(ei, ew, n, symmetrize=False)
-    model = DIFFormer(128, 5, hidden_dim=64, n_layers=2, kernel="simple")
+        adj = normalized_adjacency(ei, ew, n, symmetrize=False, layout="csr")
+    model = DIFFormer(128, 5, hidden_dim=64, n_layers=2, kernel="simple", checkpoint_layers=ckpt)
     opt = torch.optim.Adam(model.parameters(), lr=1e-3)
     setup = _rss_mb()
     times = []
@@ -65,8 +67,8 @@ def run_train(n, graph, steps, threads):
         opt.step()
         if i:
             times.append(time.perf_counter() - t)
-    return {"n": n, "graph": graph, "step_s": float(np.median(times)), "setup_mb": setup,
-            "peak_mb": _rss_mb()}
+    return {"n": n, "graph": graph, "ckpt": ckpt, "step_s": float(np.median(times)),
+            "setup_mb": setup, "peak_mb": _rss_mb()}
 
 
 def run_inductive(n_train, n_new, threads):
@@ -98,7 +100,8 @@ def main():
     if args.one:  # child process: one configuration, JSON on stdout
         kind, *rest = args.one.split(",")
         if kind == "train":
-            res = run_train(int(rest[0]), rest[1] == "1", args.steps, args.threads)
+            res = run_train(int(rest[0]), rest[1] == "1", rest[2] == "1", args.steps,
+                            args.threads)
         else:
             res = run_inductive(int(rest[0]), int(rest[1]), args.threads)
         print(json.dumps(res))
@@ -111,16 +114,17 @@ def main():
         return json.loads(out.stdout.strip().splitlines()[-1])
 
     print(f"DIFFormer-s, 128 features, hidden 64, 2 layers, torch threads={args.threads}")
-    print(f"{'N':>8} {'graph':>6} {'step (s)':>9} {'setup RSS (MB)':>15} {'peak RSS (MB)':>14}")
+    print(f"{'N':>8} {'graph':>6} {'ckpt':>5} {'step (s)':>9} {'setup RSS (MB)':>15} "
+          f"{'peak RSS (MB)':>14}")
     res = {}
     for graph in (False, True):
-        for n in (10_000, 100_000):
-            r = child(f"train,{n},{int(graph)}")
-            res[n, graph] = r
-            print(f"{n:>8} {str(graph):>6} {r['step_s']:>9.3f} {r['setup_mb']:>15.0f} "
-                  f"{r['peak_mb']:>14.0f}", flush=True)
+        for n, ckpt in ((10_000, False), (100_000, False), (100_000, True)):
+            r = child(f"train,{n},{int(graph)},{int(ckpt)}")
+            res[n, graph, ckpt] = r
+            print(f"{n:>8} {str(graph):>6} {str(ckpt):>5} {r['step_s']:>9.3f} "
+                  f"{r['setup_mb']:>15.0f} {r['peak_mb']:>14.0f}", flush=True)
     for graph in (False, True):
-        ratio = res[100_000, graph]["step_s"] / res[10_000, graph]["step_s"]
+        ratio = res[100_000, graph, False]["step_s"] / res[10_000, graph, False]["step_s"]
         print(f"time(100K)/time(10K), graph={graph}: {ratio:.1f} (target <= 12)")
     r = child("inductive,10000,100000")
     print(f"inductive predict_proba of {r['n_new']} rows against {r['n_train']} training rows: "

@@ -36,6 +36,9 @@ from .nn.graph import edge_index_from_scipy, induced_subgraph, normalized_adjace
 
 __all__ = ["DIFFormerClassifier", "Graph"]
 
+#: Training steps over more rows than this use per-layer gradient checkpointing.
+_CHECKPOINT_ROWS = 20_000
+
 
 class Graph:
     """One whole graph (node features + adjacency) that travels through scikit-learn untouched.
@@ -120,7 +123,8 @@ class _Partitions(Dataset):
         item = {"x": x}
         if self.edges is not None:
             ei, ew = induced_subgraph(*self.edges, nodes, self.n)
-            item["adj"] = normalized_adjacency(ei, ew, nodes.shape[0], symmetrize=False)
+            item["adj"] = normalized_adjacency(ei, ew, nodes.shape[0], symmetrize=False,
+                                               layout="csr")
         return item, self.y[nodes]
 
 
@@ -129,7 +133,8 @@ class _Reshuffle(Callback):
         self.dataset = dataset
 
     def on_epoch_begin(self, net, **kwargs):
-        self.dataset.reshuffle()
+        if self.dataset is not None:
+            self.dataset.reshuffle()
 
 
 class _ValidAccuracy(Callback):
@@ -231,7 +236,9 @@ class DIFFormerClassifier(ClassifierMixin, NeuralEstimatorBase):
     batch_size : int or None, default=None
         ``None`` trains full batch; an int below the number of rows trains on random row
         partitions of that size with the induced sub-graph of each (paper Sec. 5). Also the
-        chunk size of inductive prediction (8192 rows when ``None``).
+        chunk size of inductive prediction (8192 rows when ``None``). Steps over more than
+        20,000 rows recompute each layer in the backward pass (gradient checkpointing: same
+        result, several times less memory, ~30 % more time).
     early_stopping : bool, default=True
         Keep the weights of the epoch with the best validation accuracy (official: best-val
         epoch; ties go to the lower validation loss), stopping after ``n_iter_no_change``
@@ -363,7 +370,8 @@ class DIFFormerClassifier(ClassifierMixin, NeuralEstimatorBase):
         """Validated symmetric CSR -> (edge_index, edge_weight) on device, and normalised Ĝ."""
         ei, ew = edge_index_from_scipy(A)
         ei, ew = ei.to(self.device_), ew.to(self.device_)
-        return (ei, ew), normalized_adjacency(ei, ew, A.shape[0], symmetrize=False)
+        return (ei, ew), normalized_adjacency(ei, ew, A.shape[0], symmetrize=False,
+                                              layout="csr")
 
     def _check_scope(self, has_graph):
         if self.attention_scope == "graph" and not has_graph:
@@ -451,6 +459,10 @@ class DIFFormerClassifier(ClassifierMixin, NeuralEstimatorBase):
         if val_rows.size and self.early_stopping:
             valid_ds = _FullBatch(x, adj, torch.as_tensor(y_val, device=self.device_))
             extra = extra + (("valid_acc", _ValidAccuracy()),)
+        if warm:  # the net keeps its callbacks: point the reshuffler at the new data
+            for name, cb in self.net_.callbacks_:
+                if name == "reshuffle":
+                    cb.dataset = train_ds if isinstance(train_ds, _Partitions) else None
         module = None
         if not warm:
             with self._rng():
@@ -459,13 +471,19 @@ class DIFFormerClassifier(ClassifierMixin, NeuralEstimatorBase):
                     n_layers=self.n_layers, n_heads=self.n_heads, alpha=self.alpha,
                     dropout=self.dropout, kernel=self.kernel, qk_norm=self.qk_norm,
                     value_projection=self.value_projection, graph_weight=self.graph_weight,
-                    scope=self.attention_scope, block_size=self.block_size)
+                    scope=self.attention_scope, block_size=self.block_size,
+                    # large steps recompute each layer in backward: same result, less memory
+                    checkpoint_layers=min(n, self.batch_size or n) > _CHECKPOINT_ROWS)
         elif self.module_.fc_in.in_features != x.shape[1]:
             raise ValueError("warm_start=True needs the same number of features as the previous "
                              f"fit ({self.module_.fc_in.in_features}); got {x.shape[1]}.")
-        self._train(module, train_ds, valid_dataset=valid_ds, criterion=_MaskedCrossEntropy,
-                    reuse=warm, monitor="valid_score", lower_is_better=False,
-                    extra_callbacks=extra, batch_size=1, collate_fn=first_item)
+        try:
+            self._train(module, train_ds, valid_dataset=valid_ds, criterion=_MaskedCrossEntropy,
+                        reuse=warm, monitor="valid_score", lower_is_better=False,
+                        extra_callbacks=extra, batch_size=1, collate_fn=first_item)
+        finally:
+            for _, cb in extra:  # do not keep (and pickle) the training data in the net
+                cb.dataset = None
 
         # fitted state: labels of every fitted row, inductive summaries, graph-mode cache
         self.fitted_on_graph_ = graph is not None

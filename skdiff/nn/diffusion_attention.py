@@ -36,7 +36,7 @@ import torch.nn.functional as F
 from torch import nn
 from torch.utils.checkpoint import checkpoint
 
-from .graph import propagate
+from .graph import edge_index_of, propagate
 
 __all__ = [
     "DiffusionAttention",
@@ -256,7 +256,8 @@ class DiffusionAttention(nn.Module):
         if self.scope == "graph":
             if adj is None:
                 raise ValueError("scope='graph' needs an adjacency.")
-            return edge_attention(q, k, v, adj.indices(), self.kernel, self.qk_norm, self.eps)
+            return edge_attention(q, k, v, edge_index_of(adj), self.kernel, self.qk_norm,
+                                  self.eps)
         if self.kernel == "simple":
             return simple_attention(q, k, v, self.qk_norm, self.eps)
         if self.kernel == "advanced":

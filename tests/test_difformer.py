@@ -1,0 +1,230 @@
+"""DIFFormerClassifier: real-data floors, graph recipes, sklearn integration, errors."""
+
+import pickle
+from pathlib import Path
+
+import joblib
+import numpy as np
+import pytest
+import scipy.sparse as sp
+import sklearn
+import torch
+from sklearn.base import clone
+from sklearn.datasets import load_digits
+from sklearn.model_selection import GridSearchCV, StratifiedKFold, cross_val_score
+from sklearn.pipeline import make_pipeline
+from sklearn.preprocessing import StandardScaler
+
+from skdiff import DIFFormerClassifier, Graph
+from skdiff.datasets import load_planetoid, make_planted_partition
+
+DATA_HOME = Path(__file__).parents[1].parent / "shared" / "data"
+FAST = dict(n_layers=2, hidden_dim=32, max_epochs=60, device="cpu")
+
+
+@pytest.fixture(scope="module")
+def digits():
+    X, y = load_digits(return_X_y=True)
+    rng = np.random.RandomState(0)
+    idx = rng.permutation(len(y))
+    X = StandardScaler().fit_transform(X)
+    return X[idx[:900]], y[idx[:900]], X[idx[900:1300]], y[idx[900:1300]]
+
+
+@pytest.fixture(scope="module")
+def planted():
+    X, y, A = make_planted_partition(300, 3, p_in=0.1, p_out=0.004, n_features=32,
+                                     random_state=0)
+    return X, y, A
+
+
+# -- real data -------------------------------------------------------------------------------
+@pytest.mark.skipif(not (DATA_HOME / "planetoid").is_dir(), reason="shared data absent")
+def test_cora_public_split_accuracy():
+    cora = load_planetoid("cora", data_home=DATA_HOME)
+    g = Graph(cora.data, cora.adjacency)
+    ids = np.concatenate([cora.train_idx, cora.val_idx])
+    clf = DIFFormerClassifier(random_state=0).fit(
+        ids[:, None], cora.target[ids], graph=g, validation_mask=np.isin(ids, cora.val_idx))
+    acc = clf.score(cora.test_idx[:, None], cora.target[cora.test_idx])
+    assert acc >= 0.80
+    assert clf.transduction_.shape == (g.n_nodes,)
+
+
+def test_tabular_semi_supervised_and_string_classes(digits):
+    X, y, Xt, yt = digits
+    names = np.array([f"digit{c}" for c in range(10)], dtype=object)
+    y_semi = names[y].copy()
+    y_semi[200:] = -1  # 200 labels, 700 unlabelled rows in the attention
+    clf = DIFFormerClassifier(**FAST, random_state=0).fit(X, y_semi)
+    assert set(clf.classes_) == set(names)
+    assert clf.transduction_.shape == (900,)
+    assert clf.score(Xt, names[yt]) > 0.85
+    assert np.mean(clf.transduction_[200:] == names[y[200:]]) > 0.85
+
+
+def test_inductive_predict_is_independent_of_batching(digits):
+    X, y, Xt, _ = digits
+    clf = DIFFormerClassifier(**FAST, batch_size=50, random_state=0).fit(X[:300], y[:300])
+    full = clf.predict_proba(Xt)
+    perm = np.random.RandomState(1).permutation(len(Xt))
+    np.testing.assert_allclose(clf.predict_proba(Xt[perm]), full[perm], rtol=1e-5, atol=1e-6)
+    np.testing.assert_allclose(clf.predict_proba(Xt[:7]), full[:7], rtol=1e-5, atol=1e-6)
+    # the joint forward over X with an adjacency does depend on the other rows
+    A = sp.eye(len(Xt), k=1, format="csr")
+    assert not np.allclose(clf.predict_proba(Xt, adjacency=A), full)
+
+
+@pytest.mark.parametrize("kernel,scope", [("advanced", "all"), ("softmax", "all"),
+                                          ("softmax", "graph"), ("simple", "graph")])
+def test_other_kernels_learn_the_planted_graph(planted, kernel, scope):
+    X, y, A = planted
+    y_semi = y.copy()
+    y_semi[::2] = -1
+    clf = DIFFormerClassifier(**FAST, kernel=kernel, attention_scope=scope, block_size=64,
+                              random_state=0).fit(X, y_semi, adjacency=A)
+    assert np.mean(clf.transduction_[::2] == y[::2]) > 0.75  # chance is 1/3
+    assert clf.predict(X).shape == (300,)  # inductive: new rows are isolated nodes
+
+
+def test_minibatch_training_with_induced_subgraphs(planted):
+    X, y, A = planted
+    y_semi = y.copy()
+    y_semi[::2] = -1
+    clf = DIFFormerClassifier(**FAST, batch_size=100, random_state=0).fit(X, y_semi,
+                                                                          adjacency=A)
+    assert clf.history_[-1, "train_batch_count"] == 3
+    acc = np.mean(clf.predict(X, adjacency=A)[::2] == y[::2])
+    assert acc > 0.7
+
+
+# -- one graph under cross-validation ------------------------------------------------------
+def _cv_score(X, y, A, seed=0):
+    g = Graph(X, A)
+    clf = DIFFormerClassifier(**FAST, random_state=seed)
+    cv = StratifiedKFold(3, shuffle=True, random_state=seed)
+    return cross_val_score(clf, g.node_ids(), y, cv=cv, params={"graph": g}).mean()
+
+
+def test_graph_cross_validation_uses_edges(planted):
+    X, y, A = planted  # features are pure noise: only the edges carry the labels
+    assert _cv_score(X, y, A) > 0.85
+    perm = np.random.RandomState(0).permutation(len(y))
+    shuffled = A[perm][:, perm]  # same degrees, edges unrelated to the labels
+    assert _cv_score(X, y, shuffled) < 0.45  # chance is 1/3
+
+
+def test_graph_gridsearch_and_cache_not_stale(planted):
+    X, y, A = planted
+    g = Graph(X, A)
+    search = GridSearchCV(DIFFormerClassifier(**FAST, random_state=0),
+                          {"graph_weight": [None, 0.0]}, cv=2)
+    search.fit(g.node_ids(), y, graph=g)
+    assert search.best_params_ == {"graph_weight": None}  # the graph term is what helps
+    clf = DIFFormerClassifier(**FAST, random_state=0).fit(g.node_ids()[:150], y[:150], graph=g)
+    p1 = clf.predict_proba(g.node_ids())
+    g2 = Graph(X, A[np.random.RandomState(0).permutation(300)])
+    assert not np.allclose(clf.predict_proba(g.node_ids(), graph=g2), p1)
+    clf.fit(g2.node_ids()[:150], y[:150], graph=g2)  # refit: the cache follows the new graph
+    np.testing.assert_allclose(clf.predict_proba(g.node_ids()),
+                               clf.predict_proba(g.node_ids(), graph=g2), rtol=1e-5)
+    S = clf.attention_graph(g.node_ids()[:10], k=5)
+    assert S.shape == (10, 300) and S.getnnz(axis=1).tolist() == [5] * 10
+
+
+# -- scikit-learn integration --------------------------------------------------------------
+def test_pipeline_with_metadata_routing(planted):
+    X, y, A = planted
+    with sklearn.config_context(enable_metadata_routing=True):
+        pipe = make_pipeline(
+            StandardScaler(),
+            DIFFormerClassifier(**FAST, random_state=0).set_fit_request(adjacency=True)
+            .set_predict_request(adjacency=True))
+        pipe.fit(X, y, adjacency=A)
+        with_graph = np.mean(pipe.predict(X, adjacency=A) == y)
+    no_graph = DIFFormerClassifier(**FAST, random_state=0).fit(X, y).score(X, y)
+    assert with_graph > 0.95 and with_graph > no_graph
+
+
+def test_clone_pickle_joblib_and_seed(digits, tmp_path):
+    X, y, Xt, _ = digits
+    clf = DIFFormerClassifier(**FAST, random_state=3).fit(X[:200], y[:200])
+    again = clone(clf).fit(X[:200], y[:200])
+    np.testing.assert_array_equal(again.predict_proba(Xt), clf.predict_proba(Xt))
+    loaded = pickle.loads(pickle.dumps(clf))
+    np.testing.assert_array_equal(loaded.predict_proba(Xt), clf.predict_proba(Xt))
+    joblib.dump(clf, tmp_path / "m.joblib")
+    np.testing.assert_array_equal(joblib.load(tmp_path / "m.joblib").predict(Xt),
+                                  clf.predict(Xt))
+
+
+def test_sample_posterior_is_calibrated_on_held_out_rows(digits):
+    X, y, Xt, yt = digits
+    clf = DIFFormerClassifier(**FAST, dropout=0.3, random_state=0).fit(X[:150], y[:150])
+    S = clf.sample_posterior(Xt, n_samples=40, random_state=0)
+    assert S.shape == (len(Xt), 10, 40)
+    np.testing.assert_allclose(S.sum(1), 1.0, rtol=1e-5)
+    np.testing.assert_array_equal(S, clf.sample_posterior(Xt, n_samples=40, random_state=0))
+    mean = S.mean(-1)
+    pred, conf = mean.argmax(1), mean.max(1)
+    correct = pred == yt
+    # expected calibration error of the MC mean over 10 confidence bins
+    bins = np.minimum((conf * 10).astype(int), 9)
+    ece = sum(abs(conf[bins == b].mean() - correct[bins == b].mean()) * np.mean(bins == b)
+              for b in np.unique(bins))
+    assert ece < 0.1
+    spread = S[np.arange(len(yt)), pred].std(-1)  # MC std of the predicted class
+    assert 0.8 < correct.mean() < 1.0
+    assert spread[~correct].mean() > 1.5 * spread[correct].mean()
+
+
+def test_warm_start_continues_training(digits):
+    X, y, _, _ = digits
+    clf = DIFFormerClassifier(**{**FAST, "max_epochs": 5}, early_stopping=False, warm_start=True,
+                              random_state=0).fit(X[:200], y[:200])
+    first = clf.history_[-1, "train_loss"]
+    clf.fit(X[:200], y[:200])
+    assert len(clf.history_) == 10 and clf.history_[-1, "train_loss"] < first
+
+
+# -- errors ----------------------------------------------------------------------------------
+def test_bad_inputs_are_clear_errors(planted):
+    X, y, A = planted
+    clf = DIFFormerClassifier(**{**FAST, "max_epochs": 1})
+    with pytest.raises(ValueError, match="Input X contains NaN"):
+        clf.fit(np.where(np.eye(300, 32) > 0, np.nan, X), y)
+    with pytest.raises(ValueError, match=r"'adjacency' has shape \(299, 299\).*\(300, 300\)"):
+        clf.fit(X, y, adjacency=A[:299, :299])
+    with pytest.raises(ValueError, match="'adjacency' must be square"):
+        clf.fit(X, y, adjacency=A[:, :299])
+    with pytest.raises(ValueError, match="'adjacency' has negative entries"):
+        clf.fit(X, y, adjacency=-A)
+    with pytest.raises(ValueError, match="only one class"):
+        clf.fit(X, np.where(np.arange(300) < 10, 1, -1))
+    with pytest.raises(ValueError, match="no labelled rows"):
+        clf.fit(X, np.full(300, -1))
+    with pytest.raises(ValueError, match="'kernel' parameter .* Got 'linear'"):
+        clone(clf).set_params(kernel="linear").fit(X, y)
+    with pytest.raises(ValueError, match="'qk_norm' parameter"):
+        clone(clf).set_params(qk_norm="frobenius").fit(X, y)
+    with pytest.raises(ValueError, match="attention_scope='graph' .* pass 'adjacency'"):
+        clone(clf).set_params(attention_scope="graph").fit(X, y)
+    if not torch.cuda.is_available():
+        with pytest.raises(ValueError, match="'device' parameter is 'cuda' but CUDA is not"):
+            clone(clf).set_params(device="cuda").fit(X, y)
+    g = Graph(X, A)
+    clf = DIFFormerClassifier(**{**FAST, "max_epochs": 1})
+    with pytest.raises(ValueError, match=r"X must be a column of integer node ids.*\(300, 32\)"):
+        clf.fit(X, y, graph=g)
+    with pytest.raises(ValueError, match=r"Node ids must lie in \[0, 300\).*to 300"):
+        clf.fit(np.arange(1, 301)[:, None], y, graph=g)
+    with pytest.raises(TypeError, match="'graph' must be a skdiff.Graph; got tuple"):
+        clf.fit(g.node_ids(), y, graph=(X, A))
+    with pytest.raises(ValueError, match="either 'graph' .* not both"):
+        clf.fit(g.node_ids(), y, A, graph=g)
+    with pytest.raises(ValueError, match="'validation_mask' must be a boolean array"):
+        clf.fit(X, y, validation_mask=np.arange(10))
+    with pytest.raises(ValueError, match="'adjacency' contains NaN"):
+        Graph(X, A * np.nan)
+    with pytest.raises(ValueError, match="'n_samples' must be a positive integer"):
+        clf.fit(X, y).sample_posterior(X, n_samples=0)
