@@ -50,7 +50,15 @@ def main(argv=None):
     p.add_argument("--prior", default="gp")
     p.add_argument("--threads", type=int, default=0)
     p.add_argument("--json", default=None)
+    p.add_argument("--weights-dir", default=None,
+                   help="load priors from this directory (a snapshot), not skdiff/weights")
     args = p.parse_args(argv)
+    if args.weights_dir:
+        from pathlib import Path
+
+        import skdiff.diffusion.priors as priors
+
+        priors.weights_dir = lambda: Path(args.weights_dir)
     if args.threads:
         import torch
 

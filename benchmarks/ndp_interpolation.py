@@ -98,7 +98,15 @@ def main(argv=None):
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--threads", type=int, default=0, help="torch threads (0: torch default)")
     p.add_argument("--json", default=None, help="write the results here")
+    p.add_argument("--weights-dir", default=None,
+                   help="load priors from this directory (a snapshot), not skdiff/weights")
     args = p.parse_args(argv)
+    if args.weights_dir:
+        from pathlib import Path
+
+        import skdiff.diffusion.priors as priors
+
+        priors.weights_dir = lambda: Path(args.weights_dir)
     if args.threads:
         import torch
 

@@ -48,7 +48,15 @@ def main(argv=None):
     p.add_argument("--prior", default="gp")
     p.add_argument("--skip-ddpm", action="store_true")
     p.add_argument("--threads", type=int, default=0, help="torch threads (0: torch default)")
+    p.add_argument("--weights-dir", default=None,
+                   help="load priors from this directory (a snapshot), not skdiff/weights")
     args = p.parse_args(argv)
+    if args.weights_dir:
+        from pathlib import Path
+
+        import skdiff.diffusion.priors as priors
+
+        priors.weights_dir = lambda: Path(args.weights_dir)
     if args.threads:
         torch.set_num_threads(args.threads)
     data = make_gp_functions(args.n_tasks, 60, 1, kernel="se", lengthscale=0.25,
