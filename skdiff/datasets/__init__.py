@@ -1,14 +1,18 @@
 """Loaders for real data (Planetoid, ETT) and generators of synthetic data."""
 
+from ._ett import load_ett
 from ._gp import make_gp_functions
 from ._graphs import make_label_mask, make_planted_partition, random_split_per_class
 from ._planetoid import get_data_home, load_planetoid
+from ._windows import make_windows
 
 __all__ = [
     "get_data_home",
+    "load_ett",
     "load_planetoid",
     "make_gp_functions",
     "make_label_mask",
     "make_planted_partition",
+    "make_windows",
     "random_split_per_class",
 ]

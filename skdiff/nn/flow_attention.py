@@ -1,0 +1,223 @@
+r"""Flow-Attention (Wu et al., "Flowformer", ICML 2022, arXiv 2202.06258, Sec. 3).
+
+Attention seen as a flow network: the ``n`` queries are *sinks*, the ``m`` keys are
+*sources*, and the non-negative feature map :math:`\phi = \mathrm{sigmoid}` turns every
+query-key pair into a flow capacity :math:`\phi(q_i)^\top \phi(k_j)`. Per batch and head
+(axis legend: b batch, h heads, n queries, m keys, d query/key features, e value features):
+
+.. math::
+
+    I_i &= \phi(q_i)^\top \textstyle\sum_j \phi(k_j), \qquad
+    O_j  = \phi(k_j)^\top \textstyle\sum_i \phi(q_i)              && \text{(flows)}\\
+    \hat I_i &= \phi(q_i)^\top \textstyle\sum_j \phi(k_j) / O_j, \qquad
+    \hat O_j  = \phi(k_j)^\top \textstyle\sum_i \phi(q_i) / I_i   && \text{(conservation)}\\
+    c &= m \cdot \mathrm{softmax}_j(\hat O), \qquad
+    a_i = \mathrm{sigmoid}(\hat I_i \, n / m)              && \text{(competition, allocation)}\\
+    R_i &= a_i \, \frac{\phi(q_i)^\top}{I_i} \textstyle\sum_j \phi(k_j)\,(c_j v_j)^\top
+                                                                  && \text{(aggregation)}
+
+computed right-to-left (the :math:`d \times e` matrix first), so time and memory are
+:math:`O((n + m)\,d\,e)`; the :math:`n \times m` matrix is never formed. As in the official
+code, :math:`\varepsilon` is added to *both* operands of every flow dot product (not to the
+final one) and :math:`\hat O` is clamped to ``[-clamp, clamp]`` ("for stability", core file
+``Flow_Attention.py``; other official variants use no clamp or +-5, +-10).
+
+Causal version (Sec. 3.3): every sum runs over the prefix :math:`s \le t`, the flows are
+rescaled by the number of visible items :math:`t` (normaliser :math:`t / I_t`, :math:`t / O_t`,
+and :math:`\hat I_t, \hat O_t` divided by :math:`t`), the allocation is
+:math:`\mathrm{sigmoid}(\hat I_t)` and the competition is a running softmax
+:math:`c_t = t\, \exp(\hat O_t) / \sum_{s \le t} \exp(\hat O_s)`.
+"""
+
+from __future__ import annotations
+
+import torch
+from torch import nn
+
+__all__ = ["FlowAttention", "flow_attention"]
+
+
+def _causal_linear(q, k, v, chunk_size):
+    r"""Causal linear attention :math:`out_t = q_t^\top \sum_{s \le t} k_s v_s^\top`.
+
+    Processed in chunks of ``chunk_size`` positions with a carried (d, e) state: inside a
+    chunk the lower-triangular (c, c) block of :math:`q k^\top` is used, across chunks the
+    state. Memory O(b h (L d + chunk^2 + d e)) instead of the official (b, h, L, d, e) cumsum.
+    Outputs before position t0 only see inputs before t0 (masked entries are exact zeros).
+    """
+    b, h, L, d = q.shape
+    state = q.new_zeros(b, h, d, v.shape[-1])  # running sum_s k_s v_s^T
+    outs = []
+    for start in range(0, L, chunk_size):
+        qc = q[:, :, start:start + chunk_size]  # (b, h, c, d)
+        kc = k[:, :, start:start + chunk_size]
+        vc = v[:, :, start:start + chunk_size]  # (b, h, c, e)
+        scores = torch.tril(qc @ kc.transpose(-1, -2))  # (b, h, c, c), zero above diagonal
+        outs.append(scores @ vc + qc @ state)  # (b, h, c, e)
+        state = state + kc.transpose(-1, -2) @ vc
+    return torch.cat(outs, dim=2)
+
+
+def flow_attention(q, k, v, *, causal=False, clamp=1.0, eps=1e-6, chunk_size=64):
+    r"""Flow-Attention on projected queries, keys and values.
+
+    Parameters
+    ----------
+    q : Tensor of shape (b, h, n, d)
+        Query projections *before* the feature map (sigmoid is applied here).
+    k : Tensor of shape (b, h, m, d)
+        Key projections before the feature map.
+    v : Tensor of shape (b, h, m, e)
+        Values.
+    causal : bool, default=False
+        Position ``t`` only attends to positions ``<= t`` (requires ``n == m``).
+    clamp : float or None, default=1.0
+        Bound of the conserved outgoing flow :math:`\hat O` (clamped to ``[-clamp, clamp]``
+        as the official core file does with 1.0); ``None`` disables the clamp. The causal
+        running softmax uses a log-sum-exp, so it stays finite without the clamp.
+    eps : float, default=1e-6
+        Added to both operands of every flow dot product.
+    chunk_size : int, default=64
+        Positions per chunk of the causal kernel (does not change the result).
+
+    Returns
+    -------
+    Tensor of shape (b, h, n, e)
+
+    Examples
+    --------
+    >>> import torch
+    >>> from skdiff.nn import flow_attention
+    >>> q, k, v = torch.randn(2, 4, 10, 8), torch.randn(2, 4, 7, 8), torch.randn(2, 4, 7, 16)
+    >>> flow_attention(q, k, v).shape
+    torch.Size([2, 4, 10, 16])
+    """
+    if q.dim() != 4 or k.dim() != 4 or v.dim() != 4:
+        raise ValueError(
+            "flow_attention expects 4-D tensors (batch, heads, length, dim); got shapes "
+            f"{tuple(q.shape)}, {tuple(k.shape)}, {tuple(v.shape)}."
+        )
+    if k.shape[:3] != v.shape[:3] or q.shape[:2] != k.shape[:2] or q.shape[-1] != k.shape[-1]:
+        raise ValueError(
+            f"Incompatible shapes q {tuple(q.shape)}, k {tuple(k.shape)}, v {tuple(v.shape)}: "
+            "need q (b, h, n, d), k (b, h, m, d), v (b, h, m, e)."
+        )
+    if int(chunk_size) < 1:
+        raise ValueError(f"'chunk_size' must be a positive integer; got {chunk_size!r}.")
+    phi_q, phi_k = torch.sigmoid(q), torch.sigmoid(k)  # non-negative feature map
+    n, m = q.shape[2], k.shape[2]
+    if not causal:
+        # (1) incoming flow of each sink, outgoing flow of each source
+        inc = torch.einsum("bhnd,bhd->bhn", phi_q + eps, phi_k.sum(2) + eps)  # I_i
+        out = torch.einsum("bhmd,bhd->bhm", phi_k + eps, phi_q.sum(2) + eps)  # O_j
+        # (2) conservation: fix the other side's flow to 1 and recompute
+        cons_sink = torch.einsum(
+            "bhnd,bhd->bhn", phi_q + eps, (phi_k / out[..., None]).sum(2) + eps
+        )  # \hat I_i
+        cons_src = torch.einsum(
+            "bhmd,bhd->bhm", phi_k + eps, (phi_q / inc[..., None]).sum(2) + eps
+        )  # \hat O_j
+        if clamp is not None:
+            cons_src = cons_src.clamp(-clamp, clamp)
+        # (3) competition among sources, allocation to sinks
+        alloc = torch.sigmoid(cons_sink * (float(n) / float(m)))
+        comp = torch.softmax(cons_src, dim=-1) * float(m)
+        # (4) aggregation, d x e matrix first
+        kv = torch.einsum("bhmd,bhme->bhde", phi_k, v * comp[..., None])
+        res = torch.einsum("bhnd,bhde->bhne", phi_q / inc[..., None], kv)
+        return res * alloc[..., None]
+
+    if n != m:
+        raise ValueError(f"causal flow_attention needs as many queries as keys; got {n} and {m}.")
+    # t = number of visible positions, shaped to broadcast over (b, h, L)
+    t = torch.arange(1, n + 1, device=q.device, dtype=q.dtype)
+    # (1) prefix flows, rescaled by t (official: sink_incoming * normal)
+    inc = ((phi_q + eps) * (phi_k.cumsum(2) + eps)).sum(-1)  # I_t
+    out = ((phi_k + eps) * (phi_q.cumsum(2) + eps)).sum(-1)  # O_t
+    sink_norm = t / inc
+    src_norm = t / out
+    # (2) conservation over prefixes, divided by t
+    cons_sink = ((phi_q + eps) * ((phi_k * src_norm[..., None]).cumsum(2) + eps)).sum(-1) / t
+    cons_src = ((phi_k + eps) * ((phi_q * sink_norm[..., None]).cumsum(2) + eps)).sum(-1) / t
+    if clamp is not None:
+        cons_src = cons_src.clamp(-clamp, clamp)
+    # (3) allocation; running softmax as exp(O_t - logsumexp_{s<=t} O_s) * t. Departure: the
+    # official code divides exp(O_t) by cumsum(exp(O)), which overflows without the clamp.
+    alloc = torch.sigmoid(cons_sink)
+    comp = torch.exp(cons_src - torch.logcumsumexp(cons_src, dim=-1)) * t
+    # (4) causal aggregation: phi_q * (t / I_t) / t == phi_q / I_t
+    res = _causal_linear(phi_q / inc[..., None], phi_k, v * comp[..., None], int(chunk_size))
+    return res * alloc[..., None]
+
+
+class FlowAttention(nn.Module):
+    r"""Multi-head Flow-Attention layer on (batch, length, hidden_dim) sequences.
+
+    .. math::
+
+        \mathrm{FlowAttention}(X, Y) = \mathrm{Dropout}\big(
+            [R^{(1)}, \dots, R^{(H)}]\, W_o + b_o\big), \quad
+        R^{(h)} = \mathrm{Flow}(X W_q^{(h)}, Y W_k^{(h)}, Y W_v^{(h)})
+
+    with :func:`flow_attention` as ``Flow`` (Wu et al., ICML 2022, Sec. 3; official
+    ``Flow_Attention`` / ``Flow_Attention_Causal`` in ``thuml/Flowformer``).
+
+    Parameters
+    ----------
+    hidden_dim : int
+        Input and output features; split evenly over the heads.
+    n_heads : int
+        Number of heads (must divide ``hidden_dim``).
+    causal : bool, default=False
+        Causal (autoregressive) version; requires self-attention.
+    clamp : float or None, default=1.0
+        Bound of the conserved outgoing flow (see :func:`flow_attention`).
+    dropout : float, default=0.05
+        Dropout after the output projection (0.05 in the official core file).
+    eps : float, default=1e-6
+    chunk_size : int, default=64
+        Chunk length of the causal kernel.
+
+    Shapes
+    ------
+    x : (b, n, hidden_dim); context : (b, m, hidden_dim) or None (self-attention);
+    output : (b, n, hidden_dim).
+    """
+
+    def __init__(self, hidden_dim, n_heads, *, causal=False, clamp=1.0, dropout=0.05,
+                 eps=1e-6, chunk_size=64):
+        super().__init__()
+        if hidden_dim % n_heads:
+            raise ValueError(
+                f"hidden_dim={hidden_dim} must be divisible by n_heads={n_heads}."
+            )
+        self.hidden_dim, self.n_heads = hidden_dim, n_heads
+        self.causal, self.clamp, self.eps, self.chunk_size = causal, clamp, eps, chunk_size
+        self.query = nn.Linear(hidden_dim, hidden_dim)
+        self.key = nn.Linear(hidden_dim, hidden_dim)
+        self.value = nn.Linear(hidden_dim, hidden_dim)
+        self.out = nn.Linear(hidden_dim, hidden_dim)
+        self.dropout = nn.Dropout(dropout)
+
+    def reset_parameters(self):
+        for lin in (self.query, self.key, self.value, self.out):
+            lin.reset_parameters()
+
+    def _heads(self, x):
+        b, length, _ = x.shape  # (b, L, h*d) -> (b, h, L, d)
+        return x.view(b, length, self.n_heads, -1).transpose(1, 2)
+
+    def forward(self, x, context=None):
+        context = x if context is None else context
+        if self.causal and context is not x and context.shape[1] != x.shape[1]:
+            raise ValueError("causal FlowAttention is self-attention: context must match x.")
+        q, k, v = self._heads(self.query(x)), self._heads(self.key(context)), self._heads(
+            self.value(context))
+        r = flow_attention(q, k, v, causal=self.causal, clamp=self.clamp, eps=self.eps,
+                           chunk_size=self.chunk_size)  # (b, h, n, e)
+        r = r.transpose(1, 2).reshape(x.shape[0], x.shape[1], self.hidden_dim)
+        return self.dropout(self.out(r))
+
+    def extra_repr(self):
+        return (f"hidden_dim={self.hidden_dim}, n_heads={self.n_heads}, causal={self.causal}, "
+                f"clamp={self.clamp}")

@@ -1,0 +1,159 @@
+"""Flow-Attention equals a slow dense float64 reference built from the paper's equations."""
+
+import pytest
+import torch
+
+from skdiff.nn import FlowAttention, flow_attention
+
+EPS = 1e-6
+
+
+def dense_reference(q, k, v, causal=False, clamp=1.0, eps=EPS):
+    """Loop-free but O(n m) reference: explicit (n, m) capacity matrix and masked sums."""
+    pq, pk = torch.sigmoid(q), torch.sigmoid(k)
+    n, m = q.shape[2], k.shape[2]
+    if causal:
+        mask = torch.tril(torch.ones(n, m, dtype=q.dtype))
+        t = torch.arange(1, n + 1, dtype=q.dtype)
+    else:
+        mask = torch.ones(n, m, dtype=q.dtype)
+        t = None
+    # sum over the visible sources of sink i / visible sinks of source j (prefix when causal)
+    ksum = torch.einsum("ij,bhjd->bhid", mask, pk)  # (b, h, n, d)
+    qsum = torch.einsum("ij,bhid->bhjd", mask.T, pq) if causal else pq.sum(2, keepdim=True)
+    inc = ((pq + eps) * (ksum + eps)).sum(-1)
+    out = ((pk + eps) * (qsum + eps)).sum(-1)
+    if causal:
+        inc_n, out_n = t / inc, t / out
+        cs = ((pq + eps) * (torch.einsum("ij,bhjd->bhid", mask, pk * out_n[..., None]) + eps)
+              ).sum(-1) / t
+        co = ((pk + eps) * (torch.einsum("ij,bhjd->bhid", mask, pq * inc_n[..., None]) + eps)
+              ).sum(-1) / t
+        if clamp is not None:
+            co = co.clamp(-clamp, clamp)
+        alloc = torch.sigmoid(cs)
+        # running softmax x t: row t of a masked (n, n) softmax, its diagonal entry
+        rows = co[..., None, :].expand(*co.shape, n).masked_fill(mask == 0, float("-inf"))
+        comp = torch.diagonal(torch.softmax(rows, -1), dim1=-2, dim2=-1) * t
+        weights = torch.einsum("bhid,bhjd->bhij", pq * (inc_n / t)[..., None], pk) * mask
+    else:
+        cs = ((pq + eps) * ((pk / out[..., None]).sum(2, keepdim=True) + eps)).sum(-1)
+        co = ((pk + eps) * ((pq / inc[..., None]).sum(2, keepdim=True) + eps)).sum(-1)
+        if clamp is not None:
+            co = co.clamp(-clamp, clamp)
+        alloc = torch.sigmoid(cs * n / m)
+        comp = torch.softmax(co, -1) * m
+        weights = torch.einsum("bhid,bhjd->bhij", pq / inc[..., None], pk)
+    return torch.einsum("bhij,bhje->bhie", weights, v * comp[..., None]) * alloc[..., None]
+
+
+def _qkv(b, h, n, m, d, e, seed, scale=1.0):
+    g = torch.Generator().manual_seed(seed)
+    q = torch.randn(b, h, n, d, generator=g, dtype=torch.float64) * scale
+    k = torch.randn(b, h, m, d, generator=g, dtype=torch.float64) * scale
+    v = torch.randn(b, h, m, e, generator=g, dtype=torch.float64)
+    return q, k, v
+
+
+@pytest.mark.parametrize("shape", [(2, 3, 9, 9, 4, 5), (1, 2, 17, 5, 8, 3), (3, 1, 4, 23, 6, 6)])
+@pytest.mark.parametrize("clamp", [1.0, None, 5.0])
+def test_normal_equals_dense_reference(shape, clamp):
+    q, k, v = _qkv(*shape, seed=sum(shape), scale=2.0)
+    got = flow_attention(q, k, v, clamp=clamp)
+    torch.testing.assert_close(got, dense_reference(q, k, v, clamp=clamp), rtol=1e-10,
+                               atol=1e-12)
+
+
+@pytest.mark.parametrize("L,chunk", [(1, 4), (7, 3), (33, 8), (64, 64), (50, 200)])
+@pytest.mark.parametrize("clamp", [1.0, None])
+def test_causal_equals_dense_reference(L, chunk, clamp):
+    q, k, v = _qkv(2, 3, L, L, 5, 4, seed=L, scale=2.0)
+    got = flow_attention(q, k, v, causal=True, clamp=clamp, chunk_size=chunk)
+    torch.testing.assert_close(got, dense_reference(q, k, v, causal=True, clamp=clamp),
+                               rtol=1e-10, atol=1e-12)
+
+
+def test_chunk_size_does_not_change_the_result():
+    q, k, v = _qkv(2, 2, 70, 70, 8, 8, seed=1)
+    ref = flow_attention(q, k, v, causal=True, chunk_size=70)
+    for chunk in (1, 5, 16, 64, 1000):
+        torch.testing.assert_close(flow_attention(q, k, v, causal=True, chunk_size=chunk), ref,
+                                   rtol=1e-12, atol=1e-13)
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.float64])
+def test_causal_prefix_is_exactly_unaffected_by_the_future(dtype):
+    q, k, v = (x.to(dtype) for x in _qkv(2, 2, 40, 40, 6, 6, seed=3))
+    t0 = 21  # inside a chunk of 8 (chunk boundaries at 16, 24)
+    base = flow_attention(q, k, v, causal=True, clamp=None, chunk_size=8)
+    q2, k2, v2 = q.clone(), k.clone(), v.clone()
+    q2[:, :, t0:] += 5.0
+    k2[:, :, t0:] *= -3.0
+    v2[:, :, t0:] = 1e6
+    pert = flow_attention(q2, k2, v2, causal=True, clamp=None, chunk_size=8)
+    assert torch.equal(base[:, :, :t0], pert[:, :, :t0])
+    assert not torch.allclose(base[:, :, t0:], pert[:, :, t0:])
+
+
+def test_unclamped_causal_is_stable_for_huge_conserved_flows():
+    # Sinks that see almost no source capacity get a tiny incoming flow I_t, so the
+    # conserved source flow reaches ~1e5: exp(O) / cumsum(exp(O)) (official) overflows to
+    # inf / inf = NaN, the running log-sum-exp does not.
+    L, d = 40, 4
+    q = torch.full((1, 1, L, d), -30.0)
+    q[..., 0] = 30.0  # phi(q) ~ e_1
+    k = torch.full((1, 1, L, d), -30.0)
+    k[..., 1] = 30.0  # phi(k) ~ e_2: almost no capacity towards the sinks ...
+    k[:, :, L // 2:, 0] = 30.0  # ... until the second half
+    v = torch.randn(1, 1, L, 3, generator=torch.Generator().manual_seed(0))
+    pq, pk = torch.sigmoid(q), torch.sigmoid(k)
+    t = torch.arange(1, L + 1.0)
+    inc = ((pq + EPS) * (pk.cumsum(2) + EPS)).sum(-1)
+    co = ((pk + EPS) * ((pq * (t / inc)[..., None]).cumsum(2) + EPS)).sum(-1) / t
+    assert co.max() > 1e3 and torch.isnan(torch.exp(co) / torch.exp(co).cumsum(-1)).any()
+    out = flow_attention(q, k, v, causal=True, clamp=None)
+    assert torch.isfinite(out).all()
+    ref = dense_reference(q.double(), k.double(), v.double(), causal=True, clamp=None)
+    torch.testing.assert_close(out.double(), ref, rtol=1e-4, atol=1e-5)
+
+
+def test_gradients_match_reference():
+    q, k, v = (x.requires_grad_() for x in _qkv(1, 2, 12, 12, 4, 3, seed=7))
+    for causal in (False, True):
+        g1 = torch.autograd.grad(flow_attention(q, k, v, causal=causal, chunk_size=5).sum(),
+                                 (q, k, v))
+        g2 = torch.autograd.grad(dense_reference(q, k, v, causal=causal).sum(), (q, k, v))
+        for a, b in zip(g1, g2):
+            torch.testing.assert_close(a, b, rtol=1e-9, atol=1e-11)
+
+
+def test_errors():
+    q = torch.randn(1, 2, 5, 4)
+    with pytest.raises(ValueError, match="4-D tensors"):
+        flow_attention(q[0], q[0], q[0])
+    with pytest.raises(ValueError, match="causal flow_attention needs as many queries"):
+        flow_attention(q, torch.randn(1, 2, 6, 4), torch.randn(1, 2, 6, 4), causal=True)
+    with pytest.raises(ValueError, match="Incompatible shapes"):
+        flow_attention(q, torch.randn(1, 2, 6, 3), torch.randn(1, 2, 6, 4))
+    with pytest.raises(ValueError, match="divisible by n_heads"):
+        FlowAttention(10, 3)
+
+
+def test_module_matches_functional_and_supports_cross_attention():
+    torch.manual_seed(0)
+    layer = FlowAttention(12, 3, dropout=0.0).eval()
+    x, ctx = torch.randn(2, 7, 12), torch.randn(2, 11, 12)
+    out = layer(x, ctx)
+    assert out.shape == (2, 7, 12)
+
+    def heads(t):
+        return t.view(2, -1, 3, 4).transpose(1, 2)
+
+    r = flow_attention(heads(layer.query(x)), heads(layer.key(ctx)), heads(layer.value(ctx)))
+    torch.testing.assert_close(out, layer.out(r.transpose(1, 2).reshape(2, 7, 12)))
+    assert "n_heads=3" in repr(layer)
+    causal = FlowAttention(12, 3, causal=True, dropout=0.0).eval()
+    y = causal(x)
+    x2 = x.clone()
+    x2[:, 4:] = 0
+    assert torch.equal(causal(x2)[:, :4], y[:, :4])

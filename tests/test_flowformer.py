@@ -1,0 +1,217 @@
+"""FlowformerRegressor / FlowformerClassifier: learning, real data, the sklearn contract, errors."""
+
+import pickle
+
+import numpy as np
+import pytest
+from sklearn.base import clone
+from sklearn.model_selection import GridSearchCV, TimeSeriesSplit, cross_val_score
+from sklearn.pipeline import make_pipeline
+from sklearn.preprocessing import FunctionTransformer
+
+from skdiff import FlowformerClassifier, FlowformerRegressor
+from skdiff.datasets import load_ett, make_windows
+
+FAST = dict(hidden_dim=8, n_heads=2, n_layers=1, max_epochs=2, batch_size=32, device="cpu",
+            random_state=0)
+
+
+def _waves(n, L=24, seed=0):
+    """Noisy sines with random frequency and phase; y = x_5 - x_17 (needs the positions)."""
+    rng = np.random.default_rng(seed)
+    t = np.arange(L) / L
+    f, ph = rng.uniform(1, 3, n), rng.uniform(0, 2 * np.pi, n)
+    X = np.sin(2 * np.pi * f[:, None] * t + ph[:, None]) + 0.05 * rng.normal(size=(n, L))
+    return X, X[:, 5] - X[:, 17]
+
+
+@pytest.fixture(scope="module")
+def waves():
+    return _waves(300)
+
+
+@pytest.fixture(scope="module")
+def fitted(waves):
+    X, y = waves
+    y2 = np.column_stack([y, -2 * y])
+    return FlowformerRegressor(**{**FAST, "max_epochs": 3}).fit(X[:200], y2[:200]), X, y2
+
+
+def test_learns_a_position_dependent_target(waves):
+    X, y = waves
+    reg = FlowformerRegressor(hidden_dim=16, n_heads=2, n_layers=1, max_epochs=30, lr=5e-3,
+                              batch_size=32, instance_norm=False, random_state=0, device="cpu")
+    assert reg.fit(X[:220], y[:220]).score(X[220:], y[220:]) > 0.8
+
+
+def test_gaussian_intervals_are_calibrated_on_held_out_data():
+    # y = level of the window + heteroscedastic noise whose scale the window reveals
+    rng = np.random.default_rng(1)
+    n, L = 1200, 16
+    level, scale = rng.normal(size=n), rng.uniform(0.1, 1.0, n)
+    X = level[:, None] + scale[:, None] * rng.normal(size=(n, L))
+    y = level + scale * rng.normal(size=n)
+    reg = FlowformerRegressor(hidden_dim=8, n_heads=2, n_layers=1, max_epochs=15, lr=3e-3,
+                              random_state=0, device="cpu").fit(X[:900], y[:900])
+    samples = reg.sample_posterior(X[900:], n_samples=200, random_state=0)
+    lo, hi = np.quantile(samples, [0.05, 0.95], axis=-1)
+    coverage = np.mean((y[900:] >= lo) & (y[900:] <= hi))
+    assert 0.84 <= coverage <= 0.96
+    mean, std = reg.predict(X[900:], return_std=True)
+    np.testing.assert_allclose(samples.mean(-1), mean, atol=4 * std.max() / np.sqrt(200))
+    # wider intervals where the noise is larger
+    assert np.corrcoef(std, scale[900:])[0, 1] > 0.5
+
+
+@pytest.fixture(scope="module")
+def ett_windows(data_home):
+    if not (data_home / "ett" / "ETTh1.csv").is_file():
+        pytest.skip("ETTh1.csv not available")
+    ett = load_ett("ETTh1", data_home=data_home)
+    tr = ett.train_index
+    S = (ett.target - ett.target[tr].mean()) / ett.target[tr].std()
+    X, y = make_windows(S[:11520], 96, 24, stride=8)  # train + validation months
+    Xte, yte = make_windows(S[11520 - 96:14400], 96, 24, stride=4)
+    return X, y, Xte, yte
+
+
+def test_etth1_beats_the_last_value_baseline(ett_windows):
+    X, y, Xte, yte = ett_windows
+    reg = FlowformerRegressor(hidden_dim=8, n_heads=2, n_layers=1, max_epochs=3,
+                              validation_fraction=0.25, random_state=0, device="cpu")
+    mse = np.mean((reg.fit(X, y).predict(Xte) - yte) ** 2)
+    last = np.mean((Xte[:, -1:] - yte) ** 2)
+    assert mse < 0.95 * last
+
+
+def test_shapes_and_posterior_contract(fitted, waves):
+    reg, X, y2 = fitted
+    Xq = X[200:207]
+    assert reg.predict(Xq).shape == (7, 2)
+    m, s = reg.predict(Xq, return_std=True)
+    assert m.shape == s.shape == (7, 2) and np.all(s > 0)
+    samples = reg.sample_posterior(Xq, n_samples=5, random_state=0)
+    assert samples.shape == (7, 2, 5)
+    np.testing.assert_array_equal(samples, reg.sample_posterior(Xq, 5, random_state=0))
+    assert not np.allclose(samples, reg.sample_posterior(Xq, 5, random_state=1))
+    one = FlowformerRegressor(**FAST).fit(X[:100], y2[:100, 0])
+    assert one.predict(Xq).shape == (7,)
+    assert one.sample_posterior(Xq, n_samples=3).shape == (7, 3)
+    assert one.predict(Xq, return_std=True)[1].shape == (7,)
+    assert reg.n_features_in_ == reg.sequence_length_ == 24 and reg.n_channels_in_ == 1
+
+
+def test_mc_dropout_posterior():
+    X, y = _waves(120)
+    reg = FlowformerRegressor(**FAST, uncertainty="mc_dropout", dropout=0.3).fit(X, y)
+    s = reg.sample_posterior(X[:4], n_samples=6, random_state=0)
+    assert s.shape == (4, 6) and np.all(s.std(-1) > 0)
+    mean, std = reg.predict(X[:4], return_std=True)
+    np.testing.assert_array_equal(mean, reg.predict(X[:4]))
+    np.testing.assert_array_equal(std, reg.predict(X[:4], return_std=True)[1])  # seeded
+
+
+def test_multivariate_with_channel_graph_and_errors():
+    rng = np.random.default_rng(0)
+    X = rng.normal(size=(80, 12, 3))
+    y = X[:, -1, 0] + X[:, -1, 2]
+    A = np.array([[0, 1, 0], [0, 0, 1], [0, 0, 0]], dtype=float)  # asymmetric: symmetrised
+    reg = FlowformerRegressor(**FAST).fit(X, y, adjacency=A)
+    assert reg.predict(X[:5]).shape == (5,)
+    deg = np.array([2.0, 3.0, 2.0])
+    expected = (np.maximum(A, A.T) + np.eye(3)) / np.sqrt(np.outer(deg, deg))
+    np.testing.assert_allclose(reg.adjacency_, expected, rtol=1e-6)
+    with pytest.raises(ValueError, match=r"'adjacency' has shape \(2, 2\) but there are 3 "
+                                         r"channels of X: it must be \(3, 3\)"):
+        FlowformerRegressor(**FAST).fit(X, y, adjacency=np.eye(2))
+    with pytest.raises(ValueError, match="negative"):
+        FlowformerRegressor(**FAST).fit(X, y, adjacency=-np.eye(3))
+    with pytest.raises(ValueError, match="X has 2 channels but FlowformerRegressor was fitted "
+                                         "on 3"):
+        reg.predict(X[:, :, :2])
+    with pytest.raises(ValueError, match="X has 10 features, but FlowformerRegressor is "
+                                         "expecting 12 features"):
+        reg.predict(X[:, :10])
+
+
+def test_input_errors():
+    X, y = _waves(40)
+    reg = FlowformerRegressor(**FAST)
+    Xn = X.copy()
+    Xn[3, 4] = np.nan
+    with pytest.raises(ValueError, match="Input X contains NaN"):
+        reg.fit(Xn, y)
+    with pytest.raises(ValueError, match="X is ragged: every sequence must have the same"):
+        reg.fit([[1.0, 2.0, 3.0], [1.0, 2.0]], [1.0, 2.0])
+    with pytest.raises(ValueError, match=r"X must be 2-D \(n_samples, length\) or 3-D .* got "
+                                         r"an array of shape \(40, 24, 1, 1\)"):
+        reg.fit(X[:, :, None, None], y)
+    with pytest.raises(ValueError, match="'hidden_dim' \\(10\\) must be divisible by 'n_heads'"):
+        FlowformerRegressor(**{**FAST, "hidden_dim": 10, "n_heads": 3}).fit(X, y)
+    with pytest.raises(ValueError, match="'pooling' parameter of FlowformerRegressor must be"):
+        FlowformerRegressor(pooling="max").fit(X, y)
+    with pytest.raises(ValueError, match="'n_samples' must be a positive integer; got 0"):
+        FlowformerRegressor(**FAST).fit(X, y).sample_posterior(X, n_samples=0)
+    flat = FlowformerRegressor(**FAST, pooling="flatten").fit(X, y)
+    with pytest.raises(ValueError, match="X has 20 features, but FlowformerRegressor is "
+                                         "expecting 24 features"):
+        flat.predict(X[:, :20])
+
+
+def test_early_stopping_holds_out_the_last_rows():
+    X, y = _waves(100)
+    reg = FlowformerRegressor(**{**FAST, "max_epochs": 6}, uncertainty="mc_dropout",
+                              early_stopping=True, validation_fraction=0.2,
+                              n_iter_no_change=2).fit(X, y)
+    valid = reg.history_[:, "valid_loss"]
+    z = (reg.predict(X[80:]) - reg.y_mean_[0]) / reg.y_scale_[0]  # scaled units, as trained
+    yz = (y[80:] - reg.y_mean_[0]) / reg.y_scale_[0]
+    assert np.mean((z - yz) ** 2) == pytest.approx(min(valid), rel=1e-4)
+
+
+def test_sklearn_composition(waves, tmp_path):
+    X, y = waves
+    X, y = X[:120], y[:120]
+    pipe = make_pipeline(FunctionTransformer(lambda a: 2 * a), FlowformerRegressor(**FAST))
+    assert np.isfinite(pipe.fit(X, y).score(X, y))
+    scores = cross_val_score(FlowformerRegressor(**FAST), X, y, cv=TimeSeriesSplit(3))
+    assert scores.shape == (3,) and np.all(np.isfinite(scores))
+    gs = GridSearchCV(FlowformerRegressor(**FAST), {"pooling": ["mean", "last"]},
+                      cv=TimeSeriesSplit(2)).fit(X, y)
+    assert gs.best_params_["pooling"] in ("mean", "last")
+    reg = clone(FlowformerRegressor(**FAST)).fit(X, y)
+    again = pickle.loads(pickle.dumps(reg))
+    np.testing.assert_array_equal(reg.predict(X), again.predict(X))
+    np.testing.assert_array_equal(reg.predict(X), FlowformerRegressor(**FAST).fit(X, y).predict(X))
+    n = len(reg.history_)
+    reg.partial_fit(X, y)
+    assert len(reg.history_) == n + 1
+    warm = FlowformerRegressor(**FAST, warm_start=True).fit(X, y)
+    warm.fit(X, y)
+    assert len(warm.history_) == 2 * FAST["max_epochs"]
+
+
+def _bumps(n, L=24, seed=0):
+    """Two classes of noisy sequences: a bump early (steps 3-8) or late (steps 15-20)."""
+    rng = np.random.default_rng(seed)
+    labels = np.array(["early", "late"])[rng.integers(0, 2, n)]
+    centre = np.where(labels == "late", rng.uniform(15, 20, n), rng.uniform(3, 8, n))
+    bump = np.exp(-0.5 * (np.arange(L) - centre[:, None]) ** 2)
+    X = bump + 0.3 * rng.normal(size=(n, L))
+    return np.stack([X, -X + 0.1 * rng.normal(size=(n, L))], axis=-1), labels
+
+
+def test_classifier_learns_and_samples():
+    X, labels = _bumps(240)
+    clf = FlowformerClassifier(hidden_dim=16, n_heads=2, n_layers=1, max_epochs=30, lr=5e-3,
+                               early_stopping=False, random_state=0, device="cpu")
+    clf.fit(X[:180], labels[:180])
+    assert clf.score(X[180:], labels[180:]) > 0.9
+    assert list(clf.classes_) == ["early", "late"]
+    proba = clf.predict_proba(X[:5])
+    np.testing.assert_allclose(proba.sum(1), 1.0)
+    s = clf.sample_posterior(X[:5], n_samples=4, random_state=0)
+    assert s.shape == (5, 2, 4)
+    np.testing.assert_allclose(s.sum(1), 1.0)
+    with pytest.raises(ValueError, match="one label per sequence"):
+        FlowformerClassifier(**FAST).fit(X, np.zeros((240, 2)))
