@@ -179,3 +179,11 @@ def test_shipped_default_prior_loads_and_is_recorded():
     y = torch.sin(3 * x)
     eps = module(x, y, torch.tensor([10]))
     assert eps.shape == (1, 30, 1) and eps.abs().max() > 0
+
+
+def test_one_network_several_input_dimensions():
+    ds = GPFunctionBatches([TINY.replace(n_dims=1), TINY.replace(n_dims=3)], 8, random_state=0)
+    dims = {ds[i][0]["x"].shape[2] for i in range(8)}
+    assert dims == {1, 3}
+    with pytest.raises(ValueError, match="fixed pool .* needs a single configuration"):
+        GPFunctionBatches([TINY, TINY.replace(n_dims=2)], 2, pool_size=4)
