@@ -12,13 +12,19 @@ then inductive ``predict_proba`` of 100K new rows by a ``DIFFormerClassifier`` f
 rows (each new row attends to the cached per-layer
 summaries of the training rows).
 
-Run: ``python benchmarks/difformer_scaling.py [--threads 1]`` (torch threads per run).
+Peak RSS also counts memory that glibc keeps after torch frees it (its mmap threshold grows
+after large frees, so later tensors come from a heap that is not returned);
+``--fixed-mmap-threshold`` runs the children with ``MALLOC_MMAP_THRESHOLD_=1MiB`` so the peak
+tracks the live tensors.
+
+Run: ``python benchmarks/difformer_scaling.py [--threads 1] [--fixed-mmap-threshold]``
 """
 
 from __future__ import annotations
 
 import argparse
 import json
+import os
 import resource
 import subprocess
 import sys
@@ -95,6 +101,9 @@ def main():
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--threads", type=int, default=2)
     parser.add_argument("--steps", type=int, default=3)
+    parser.add_argument("--fixed-mmap-threshold", action="store_true",
+                        help="run the children with MALLOC_MMAP_THRESHOLD_=1MiB: glibc then "
+                             "returns freed tensors to the OS, so peak RSS tracks live memory")
     parser.add_argument("--one", help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.one:  # child process: one configuration, JSON on stdout
@@ -107,13 +116,18 @@ def main():
         print(json.dumps(res))
         return
 
+    env = dict(os.environ)
+    if args.fixed_mmap_threshold:
+        env["MALLOC_MMAP_THRESHOLD_"] = str(1 << 20)
+
     def child(spec):
         out = subprocess.run([sys.executable, __file__, "--one", spec, "--threads",
                               str(args.threads), "--steps", str(args.steps)],
-                             capture_output=True, text=True, check=True)
+                             capture_output=True, text=True, check=True, env=env)
         return json.loads(out.stdout.strip().splitlines()[-1])
 
-    print(f"DIFFormer-s, 128 features, hidden 64, 2 layers, torch threads={args.threads}")
+    print(f"DIFFormer-s, 128 features, hidden 64, 2 layers, torch threads={args.threads}, "
+          f"fixed mmap threshold={args.fixed_mmap_threshold}")
     print(f"{'N':>8} {'graph':>6} {'ckpt':>5} {'step (s)':>9} {'setup RSS (MB)':>15} "
           f"{'peak RSS (MB)':>14}")
     res = {}

@@ -21,11 +21,11 @@ from skdiff.datasets import make_planted_partition
 X, y, A = make_planted_partition(600, 3, p_in=0.05, p_out=0.003, n_features=32,
                                  random_state=0)
 g = Graph(X, A)
-cv = StratifiedKFold(5, shuffle=True, random_state=0)
+cv = StratifiedKFold(3, shuffle=True, random_state=0)
 
 search = GridSearchCV(
-    DIFFormerClassifier(max_epochs=100, random_state=0),
-    {"n_layers": [1, 2, 4], "graph_weight": [None, 0.0]},
+    DIFFormerClassifier(n_layers=2, max_epochs=100, random_state=0),
+    {"hidden_dim": [32, 64], "graph_weight": [None, 0.0]},
     cv=cv,
 )
 search.fit(g.node_ids(), y, graph=g)

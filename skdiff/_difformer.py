@@ -272,6 +272,16 @@ class DIFFormerClassifier(ClassifierMixin, NeuralEstimatorBase):
     device_ : str
     seed_ : int
 
+    Notes
+    -----
+    The defaults (4 layers, hidden 64, dropout 0.2, ``lr=1e-2``, ``weight_decay=5e-3``, at
+    most 300 epochs with early stopping after 50 without improvement) were chosen by
+    measurement on Cora and on tabular data (digits). On the Cora public split with
+    row-normalised features they reach 0.820 / 0.825 test accuracy (seeds 0, 1) in 100-200
+    epochs; the official recipe (8 layers, ``lr=1e-3``, ``weight_decay=0.01``, 500 epochs)
+    measured 0.823 at ~10x the cost; lower learning rates and 2 layers did worse (0.76-0.80).
+    See ``docs/benchmarks_difformer.md``.
+
     See Also
     --------
     sklearn.semi_supervised.LabelSpreading : graph-based semi-supervised classification.
