@@ -31,7 +31,6 @@ TINY = PriorConfig(kernel="se", lengthscale=0.5, n_points=(12, 20), hidden_dim=1
 
 @pytest.fixture(scope="module")
 def trained():
-    torch.set_num_threads(1)
     return train_prior(TINY, max_epochs=4, steps_per_epoch=15, pool_size=64, random_state=0)
 
 
