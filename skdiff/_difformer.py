@@ -493,7 +493,8 @@ class DIFFormerClassifier(ClassifierMixin, NeuralEstimatorBase):
                         extra_callbacks=extra, batch_size=1, collate_fn=first_item)
         finally:
             for _, cb in extra:  # do not keep (and pickle) the training data in the net
-                cb.dataset = None
+                if isinstance(cb, _Reshuffle):
+                    cb.dataset = None
 
         # fitted state: labels of every fitted row, inductive summaries, graph-mode cache
         self.fitted_on_graph_ = graph is not None
