@@ -8,7 +8,8 @@ import numpy as np
 import torch
 from sklearn.base import ClassifierMixin, RegressorMixin
 from sklearn.preprocessing import LabelEncoder
-from sklearn.utils import check_random_state
+from sklearn.utils import check_random_state, column_or_1d
+from sklearn.utils.multiclass import check_classification_targets
 from torch import nn
 from torch.utils.data import TensorDataset
 
@@ -94,7 +95,7 @@ class _FlowformerBase(NeuralEstimatorBase):
         return tags
 
     # -- data --------------------------------------------------------------------------------
-    def _check_X(self, X, y=None, *, reset):
+    def _check_X(self, X, y=None, *, reset, fit=False):
         """Validate X (n, L) or (n, L, C) (and y); return X as float32 (n, L, C)."""
         if not hasattr(X, "shape") and not hasattr(X, "__array__"):
             try:
@@ -107,7 +108,7 @@ class _FlowformerBase(NeuralEstimatorBase):
                         "skdiff.datasets.make_windows."
                     ) from exc
         kw = dict(allow_nd=True, dtype=np.float32, reset=reset)
-        if y is None:
+        if not fit:
             X = validate_data(self, X, **kw)
         else:
             X, y = validate_data(self, X, y, multi_output=True, y_numeric=self._y_numeric, **kw)
@@ -126,7 +127,7 @@ class _FlowformerBase(NeuralEstimatorBase):
                 f"X has {X.shape[2]} channels but {type(self).__name__} was fitted on "
                 f"{self.n_channels_in_}."
             )
-        return X if y is None else (X, y)
+        return (X, y) if fit else X
 
     def _scale_X(self, X, reset):
         if reset:
@@ -169,15 +170,17 @@ class _FlowformerBase(NeuralEstimatorBase):
         n_val = int(np.floor(n * self.validation_fraction))
         if n_val < 1 or n - n_val < 1:
             return np.arange(n), None
-        if y_cls is not None:  # classification: stratified random rows
-            return validation_split(n, n_val, y=y_cls, random_state=self.seed_)
+        if y_cls is not None:  # classification: random rows, stratified when possible
+            k = len(np.unique(y_cls))
+            strat = y_cls if min(n_val, n - n_val) >= k else None
+            return validation_split(n, n_val, y=strat, random_state=self.seed_ % 2**31)
         # sequences: the LAST rows, in time order (no look-ahead from future windows)
         return np.arange(n - n_val), np.arange(n - n_val, n)
 
     def _fit(self, X, y, adjacency, *, epochs=None, partial=False):
         reuse = hasattr(self, "net_") and (self.warm_start or partial)
         self._prepare_fit(reset=not reuse)
-        X, y = self._check_X(X, y, reset=not reuse)
+        X, y = self._check_X(X, y, reset=not reuse, fit=True)
         Xs = self._scale_X(X, reset=not reuse)
         self._graph(adjacency, reset=not reuse)
         y_t, n_outputs, criterion, y_cls = self._targets(y, reset=not reuse)
@@ -522,13 +525,16 @@ module_, history_, device_, seed_
 
     def _targets(self, y, reset):
         y = np.asarray(y)
+        if y.ndim == 2 and y.shape[1] == 1:
+            y = column_or_1d(y, warn=True)
         if y.ndim != 1:
             raise ValueError(
                 f"FlowformerClassifier takes one label per sequence: y of shape (n,); got "
                 f"{y.shape}."
             )
+        check_classification_targets(y)
         if reset:
-            self._encoder = LabelEncoder().fit(y)
+            self._encoder = LabelEncoder().fit(y if self._classes is None else self._classes)
             self.classes_ = self._encoder.classes_
         elif not np.isin(y, self.classes_).all():
             raise ValueError("y contains labels that were not seen in the first fit.")
@@ -538,10 +544,12 @@ module_, history_, device_, seed_
 
     def fit(self, X, y, adjacency=None):
         """Fit the network (``adjacency`` as in :meth:`FlowformerRegressor.fit`)."""
+        self._classes = None
         return self._fit(X, y, adjacency)
 
-    def partial_fit(self, X, y, adjacency=None):
-        """Train for one epoch (the first call fixes ``classes_`` from ``y``)."""
+    def partial_fit(self, X, y, classes=None, adjacency=None):
+        """Train for one epoch; the first call fixes ``classes_`` (``classes`` or ``y``'s)."""
+        self._classes = None if classes is None else np.asarray(classes)
         return self._fit(X, y, adjacency, epochs=1, partial=True)
 
     def predict_proba(self, X):
@@ -551,7 +559,8 @@ module_, history_, device_, seed_
 
     def predict(self, X):
         """Most probable class of each sequence."""
-        return self.classes_[np.argmax(self.predict_proba(X), axis=1)]
+        proba = self.predict_proba(X)
+        return self.classes_[np.argmax(proba, axis=1)]
 
     def sample_posterior(self, X, n_samples=10, random_state=None):
         """Monte Carlo dropout samples of the class probabilities, (n, n_classes, n_samples)."""
