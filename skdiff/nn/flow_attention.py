@@ -104,6 +104,27 @@ def flow_attention(q, k, v, *, causal=False, clamp=1.0, eps=1e-6, chunk_size=64)
         )
     if int(chunk_size) < 1:
         raise ValueError(f"'chunk_size' must be a positive integer; got {chunk_size!r}.")
+    n, m = q.shape[2], k.shape[2]
+    if causal and n != m:
+        raise ValueError(f"causal flow_attention needs as many queries as keys; got {n} and {m}.")
+    # Departure: no torch.utils.checkpoint around the flow statistics; measured, recomputing
+    # them in backward raised the peak (the recomputed graph coexists with the gradients).
+    qn, phi_k, comp, alloc = _flow_weights(q, k, causal, clamp, eps)
+    vc = v * comp[..., None]  # competition reweights the values of the sources
+    if causal:
+        res = _causal_linear(qn, phi_k, vc, int(chunk_size))
+    else:
+        kv = torch.einsum("bhmd,bhme->bhde", phi_k, vc)  # d x e matrix first
+        res = torch.einsum("bhnd,bhde->bhne", qn, kv)
+    return res * alloc[..., None]  # allocation gates the sinks
+
+
+def _flow_weights(q, k, causal, clamp, eps):
+    """Sink normaliser, competition and allocation (steps 1-3); see :func:`flow_attention`.
+
+    Returns ``phi(q) / I`` (b, h, n, d), ``phi(k)`` (b, h, m, d), competition ``c`` (b, h, m)
+    and allocation ``a`` (b, h, n).
+    """
     phi_q, phi_k = torch.sigmoid(q), torch.sigmoid(k)  # non-negative feature map
     n, m = q.shape[2], k.shape[2]
     if not causal:
@@ -122,32 +143,33 @@ def flow_attention(q, k, v, *, causal=False, clamp=1.0, eps=1e-6, chunk_size=64)
         # (3) competition among sources, allocation to sinks
         alloc = torch.sigmoid(cons_sink * (float(n) / float(m)))
         comp = torch.softmax(cons_src, dim=-1) * float(m)
-        # (4) aggregation, d x e matrix first
-        kv = torch.einsum("bhmd,bhme->bhde", phi_k, v * comp[..., None])
-        res = torch.einsum("bhnd,bhde->bhne", phi_q / inc[..., None], kv)
-        return res * alloc[..., None]
+        return phi_q / inc[..., None], phi_k, comp, alloc
 
-    if n != m:
-        raise ValueError(f"causal flow_attention needs as many queries as keys; got {n} and {m}.")
     # t = number of visible positions, shaped to broadcast over (b, h, L)
     t = torch.arange(1, n + 1, device=q.device, dtype=q.dtype)
+    d = q.shape[-1]
+    sq, sk = phi_q.sum(-1), phi_k.sum(-1)  # (b, h, L)
+
+    def dot(a, a_sum, c):
+        # (a + eps) . (c + eps) expanded, so no eps-shifted copies of (L, d) tensors are kept
+        return (a * c).sum(-1) + eps * (a_sum + c.sum(-1)) + d * eps * eps
+
     # (1) prefix flows, rescaled by t (official: sink_incoming * normal)
-    inc = ((phi_q + eps) * (phi_k.cumsum(2) + eps)).sum(-1)  # I_t
-    out = ((phi_k + eps) * (phi_q.cumsum(2) + eps)).sum(-1)  # O_t
+    inc = dot(phi_q, sq, phi_k.cumsum(2))  # I_t
+    out = dot(phi_k, sk, phi_q.cumsum(2))  # O_t
     sink_norm = t / inc
     src_norm = t / out
     # (2) conservation over prefixes, divided by t
-    cons_sink = ((phi_q + eps) * ((phi_k * src_norm[..., None]).cumsum(2) + eps)).sum(-1) / t
-    cons_src = ((phi_k + eps) * ((phi_q * sink_norm[..., None]).cumsum(2) + eps)).sum(-1) / t
+    cons_sink = dot(phi_q, sq, (phi_k * src_norm[..., None]).cumsum(2)) / t
+    cons_src = dot(phi_k, sk, (phi_q * sink_norm[..., None]).cumsum(2)) / t
     if clamp is not None:
         cons_src = cons_src.clamp(-clamp, clamp)
     # (3) allocation; running softmax as exp(O_t - logsumexp_{s<=t} O_s) * t. Departure: the
     # official code divides exp(O_t) by cumsum(exp(O)), which overflows without the clamp.
     alloc = torch.sigmoid(cons_sink)
     comp = torch.exp(cons_src - torch.logcumsumexp(cons_src, dim=-1)) * t
-    # (4) causal aggregation: phi_q * (t / I_t) / t == phi_q / I_t
-    res = _causal_linear(phi_q / inc[..., None], phi_k, v * comp[..., None], int(chunk_size))
-    return res * alloc[..., None]
+    # (4) prepared for the causal aggregation: phi_q * (t / I_t) / t == phi_q / I_t
+    return phi_q / inc[..., None], phi_k, comp, alloc
 
 
 class FlowAttention(nn.Module):
