@@ -501,7 +501,10 @@ class DIFFormerClassifier(ClassifierMixin, NeuralEstimatorBase):
         self._has_graph = A is not None
         with self._inference() as m:
             logits = m(x, adj) if adj is not None else m(x)
-            self.summaries_ = [] if graph is not None else m.summaries(x, adj)
+            summaries = [] if graph is not None else m.summaries(x, adj)
+        # kept on the CPU so a model fitted on a GPU unpickles on a CPU-only machine
+        self.summaries_ = [{k: v.cpu() for k, v in d.items()} for d in summaries]
+        self._device_summaries = (self.device_, summaries)
         proba = torch.softmax(logits, 1).cpu().numpy()
         self.transduction_ = self.classes_[proba.argmax(1)]
         self._graph, self._graph_proba = (graph, proba) if graph is not None else (None, None)
@@ -553,9 +556,21 @@ class DIFFormerClassifier(ClassifierMixin, NeuralEstimatorBase):
             out = [m.forward_inductive(x[i:i + chunk] if not x.is_sparse else
                                        x.index_select(0, torch.arange(
                                            i, min(i + chunk, x.shape[0]), device=x.device)),
-                                       self.summaries_, graph=self._has_graph)
+                                       self._summaries_on_device(), graph=self._has_graph)
                    for i in range(0, X.shape[0], chunk)]  # chunks of rows, not samples
             return torch.cat(out), None
+
+    def _summaries_on_device(self):
+        cached = self.__dict__.get("_device_summaries")
+        if cached is None or cached[0] != self.device_:
+            moved = [{k: v.to(self.device_) for k, v in d.items()} for d in self.summaries_]
+            cached = self._device_summaries = (self.device_, moved)
+        return cached[1]
+
+    def __getstate__(self):
+        state = super().__getstate__()
+        state.pop("_device_summaries", None)  # device copies of summaries_: rebuilt on demand
+        return state
 
     def predict_proba(self, X, adjacency=None, *, graph=None):
         """Class probabilities of the rows of X.
