@@ -117,6 +117,8 @@ def test_graph_cross_validation_uses_edges(planted):
 def test_graph_gridsearch_and_cache_not_stale(planted):
     X, y, A = planted
     g = Graph(X, A)
+    assert not hasattr(g, "__len__") and not hasattr(g, "shape")  # sklearn must not slice it
+    assert g.node_ids().shape == (300, 1) and repr(g).startswith("Graph(n_nodes=300")
     search = GridSearchCV(DIFFormerClassifier(**FAST, random_state=0),
                           {"graph_weight": [None, 0.0]}, cv=2)
     search.fit(g.node_ids(), y, graph=g)
