@@ -11,7 +11,8 @@ Features are row-normalised (``sklearn.preprocessing.normalize(norm="l1")``), as
 code's ``NormalizeFeatures``. LabelSpreading uses the Cora adjacency as its kernel, ``alpha``
 chosen on the validation nodes.
 
-Run: ``python benchmarks/cora.py [--seeds 5] [--data-home ../shared/data] [--models s,a]``
+Run: ``python benchmarks/cora.py [--seeds 5] [--data-home ../shared/data] [--models s,a]
+[--splits public,random]``
 """
 
 from __future__ import annotations
@@ -73,16 +74,18 @@ def main():
     parser.add_argument("--data-home", default=str(Path(__file__).parents[1].parent / "shared"
                                                    / "data"))
     parser.add_argument("--models", default="s,a")
+    parser.add_argument("--splits", default="public,random", help="public and/or random")
     args = parser.parse_args()
 
     cora = load_planetoid("cora", data_home=args.data_home)
     y = cora.target
     g = Graph(normalize(cora.data, norm="l1"), cora.adjacency)
-    splits = {
-        "public": (cora.train_idx, cora.val_idx, cora.test_idx),
-        "20/class (seed 123)": random_split_per_class(y, 20, n_val=500, n_test=1000,
-                                                      random_state=123),
-    }
+    splits = {}
+    if "public" in args.splits:
+        splits["public"] = (cora.train_idx, cora.val_idx, cora.test_idx)
+    if "random" in args.splits:
+        splits["20/class (seed 123)"] = random_split_per_class(y, 20, n_val=500, n_test=1000,
+                                                               random_state=123)
     seeds = list(range(args.seeds))
     print(f"{'split':<20} {'model':<22} {'test acc (%)':>16} {'paper':>6} {'s/run':>6}")
     for split_name, split in splits.items():

@@ -610,6 +610,8 @@ class DIFFormerClassifier(ClassifierMixin, NeuralEstimatorBase):
         an approximate predictive posterior over the class probabilities. In inductive mode
         the stored training-row summaries are the deterministic (dropout-off) ones; dropout
         acts on the new rows' path. Draws differ between calls unless ``random_state`` is set.
+        The mean of the samples is less confident than :meth:`predict_proba`, increasingly
+        with depth and ``dropout`` (measured calibration: ``docs/benchmarks_difformer.md``).
 
         Parameters
         ----------
