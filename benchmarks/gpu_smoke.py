@@ -1,0 +1,127 @@
+"""GPU smoke test: fit and predict every estimator on CUDA, compare with CPU, time it.
+
+    python benchmarks/gpu_smoke.py [--data-home ../shared/data]
+
+Exits 0 with a message when CUDA is absent (CI has no GPU). With CUDA it checks, for each
+estimator, that a CUDA fit trains (score above a floor), that the fitted model pickles and
+predicts the same after loading, and prints wall times. The large-N DIFFormer step and the
+Flow-Attention long-sequence runs are what a GPU is for; their CPU figures are in
+docs/benchmarks.md.
+"""
+
+import argparse
+import io
+import pickle
+import sys
+import time
+from pathlib import Path
+
+import numpy as np
+import torch
+
+
+def _timed(label, fn):
+    t = time.perf_counter()
+    out = fn()
+    if torch.cuda.is_available():
+        torch.cuda.synchronize()
+    print(f"  {label}: {time.perf_counter() - t:.2f} s")
+    return out
+
+
+def _roundtrip(est):
+    buf = io.BytesIO()
+    pickle.dump(est, buf)
+    buf.seek(0)
+    return pickle.load(buf)
+
+
+def difformer(data_home):
+    from skdiff import DIFFormerClassifier
+    from skdiff.datasets import load_planetoid
+
+    print("DIFFormerClassifier on Cora (public split), CUDA")
+    cora = load_planetoid("cora", data_home=data_home)
+    y = np.full(cora.target.shape, -1)
+    y[cora.train_idx] = cora.target[cora.train_idx]
+    clf = DIFFormerClassifier(n_layers=8, device="cuda", random_state=0)
+    _timed("fit", lambda: clf.fit(cora.data, y, adjacency=cora.adjacency))
+    acc = np.mean(clf.transduction_[cora.test_idx] == cora.target[cora.test_idx])
+    print(f"  test accuracy {acc:.3f}")
+    assert acc > 0.78, acc
+    p1 = clf.predict_proba(cora.data, adjacency=cora.adjacency)
+    p2 = _roundtrip(clf).predict_proba(cora.data, adjacency=cora.adjacency)
+    np.testing.assert_allclose(p1, p2, atol=1e-5)
+
+    print("DIFFormer simple kernel, 100K rows, one training step")
+    rng = np.random.default_rng(0)
+    X = rng.normal(size=(100_000, 128)).astype(np.float32)
+    yy = rng.integers(0, 5, 100_000)
+    big = DIFFormerClassifier(n_layers=2, max_epochs=1, early_stopping=False, device="cuda",
+                              random_state=0)
+    torch.cuda.reset_peak_memory_stats()
+    _timed("fit (1 epoch)", lambda: big.fit(X, yy))
+    print(f"  peak CUDA memory {torch.cuda.max_memory_allocated() / 2**30:.2f} GiB")
+    _timed("inductive predict 100K", lambda: big.predict(X))
+
+
+def flowformer():
+    from skdiff import FlowformerRegressor
+    from skdiff.datasets import make_windows
+
+    print("FlowformerRegressor on a sine mixture, CUDA")
+    t = np.arange(4000)
+    s = np.sin(2 * np.pi * t / 24) + 0.5 * np.sin(2 * np.pi * t / 168)
+    X, y = make_windows(s, window=96, horizon=24)
+    reg = FlowformerRegressor(max_epochs=10, device="cuda", random_state=0)
+    _timed("fit", lambda: reg.fit(X[:3000], y[:3000]))
+    r2 = reg.score(X[3000:], y[3000:])
+    print(f"  R^2 {r2:.3f}")
+    assert r2 > 0.8, r2
+    np.testing.assert_allclose(reg.predict(X[:50]), _roundtrip(reg).predict(X[:50]), atol=1e-5)
+
+    from skdiff.nn import flow_attention
+
+    for causal in (False, True):
+        q, k, v = (torch.randn(8, 8, 16384, 32, device="cuda", requires_grad=True)
+                   for _ in range(3))
+        torch.cuda.reset_peak_memory_stats()
+        _timed(f"flow_attention L=16384 causal={causal} fwd+bwd",
+               lambda q=q, k=k, v=v, c=causal: flow_attention(q, k, v, causal=c).sum().backward())
+        print(f"  peak CUDA memory {torch.cuda.max_memory_allocated() / 2**30:.2f} GiB")
+
+
+def ndp():
+    from skdiff import NDPRegressor
+
+    print("NDPRegressor, 10 context points, 50 targets, 64 samples, CUDA")
+    rng = np.random.default_rng(0)
+    X = rng.uniform(-2, 2, size=(10, 1))
+    y = np.sin(2 * X[:, 0])
+    Xq = np.linspace(-2, 2, 50)[:, None]
+    reg = NDPRegressor(device="cuda", random_state=0).fit(X, y)
+    mean, std = _timed("predict(return_std=True)", lambda: reg.predict(Xq, return_std=True))
+    err = np.abs(mean - np.sin(2 * Xq[:, 0])).mean()
+    print(f"  mean abs error {err:.3f}, mean std {std.mean():.3f}")
+    assert err < 0.5, err
+    np.testing.assert_allclose(mean, _roundtrip(reg).predict(Xq), atol=1e-4)
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--data-home", default=str(Path(__file__).resolve().parents[2] /
+                                                   "shared" / "data"))
+    args = parser.parse_args()
+    if not torch.cuda.is_available():
+        print("CUDA is not available: nothing to smoke-test here (run this on a GPU machine).")
+        return 0
+    print(f"device: {torch.cuda.get_device_name()} | torch {torch.__version__}")
+    difformer(args.data_home)
+    flowformer()
+    ndp()
+    print("GPU smoke test passed.")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
