@@ -128,16 +128,18 @@ def _flow_weights(q, k, causal, clamp, eps):
     phi_q, phi_k = torch.sigmoid(q), torch.sigmoid(k)  # non-negative feature map
     n, m = q.shape[2], k.shape[2]
     if not causal:
+        def gdot(a, vec):
+            # (a + eps) . (vec + eps) for a (b, h, L, d) and vec (b, h, d), expanded so that
+            # no eps-shifted copy of the (L, d) tensor is kept for backward
+            vec = vec + eps
+            return torch.einsum("bhld,bhd->bhl", a, vec) + eps * vec.sum(-1, keepdim=True)
+
         # (1) incoming flow of each sink, outgoing flow of each source
-        inc = torch.einsum("bhnd,bhd->bhn", phi_q + eps, phi_k.sum(2) + eps)  # I_i
-        out = torch.einsum("bhmd,bhd->bhm", phi_k + eps, phi_q.sum(2) + eps)  # O_j
+        inc = gdot(phi_q, phi_k.sum(2))  # I_i
+        out = gdot(phi_k, phi_q.sum(2))  # O_j
         # (2) conservation: fix the other side's flow to 1 and recompute
-        cons_sink = torch.einsum(
-            "bhnd,bhd->bhn", phi_q + eps, (phi_k / out[..., None]).sum(2) + eps
-        )  # \hat I_i
-        cons_src = torch.einsum(
-            "bhmd,bhd->bhm", phi_k + eps, (phi_q / inc[..., None]).sum(2) + eps
-        )  # \hat O_j
+        cons_sink = gdot(phi_q, (phi_k / out[..., None]).sum(2))  # \hat I_i
+        cons_src = gdot(phi_k, (phi_q / inc[..., None]).sum(2))  # \hat O_j
         if clamp is not None:
             cons_src = cons_src.clamp(-clamp, clamp)
         # (3) competition among sources, allocation to sinks
