@@ -132,7 +132,9 @@ def _flow_weights(q, k, causal, clamp, eps):
             # (a + eps) . (vec + eps) for a (b, h, L, d) and vec (b, h, d), expanded so that
             # no eps-shifted copy of the (L, d) tensor is kept for backward
             vec = vec + eps
-            return torch.einsum("bhld,bhd->bhl", a, vec) + eps * vec.sum(-1, keepdim=True)
+            # (elementwise product + sum, not einsum: einsum's batched BLAS path rounded
+            # differently for different batch sizes, breaking predict's subset invariance)
+            return (a * vec[..., None, :]).sum(-1) + eps * vec.sum(-1, keepdim=True)
 
         # (1) incoming flow of each sink, outgoing flow of each source
         inc = gdot(phi_q, phi_k.sum(2))  # I_i
