@@ -1,12 +1,12 @@
 """NDPRegressor in one dimension: posterior mean, 95 % band and joint function samples.
 
-A noisy sine observed at 8 points. ``NDPRegressor`` conditions its pretrained prior (random
+A noisy sine observed at 14 points. ``NDPRegressor`` conditions its pretrained prior (random
 SE/Matérn kernels and lengthscales) on them: no kernel to choose, no hyper-parameters to fit.
 The band is the Monte Carlo mean ± 1.96 std from ``predict(return_std=True)``; the thin lines
 are joint posterior samples from ``sample_posterior``. ``GaussianProcessRegressor`` with an
 ML-II fitted RBF kernel is drawn for comparison.
 
-Run: ``python examples/ndp_regression_1d.py`` (writes ``ndp_regression_1d.png``; ~20 s on CPU).
+Run: ``python examples/ndp_regression_1d.py`` (writes ``ndp_regression_1d.png``; ~1 min on CPU).
 """
 
 import matplotlib
@@ -21,9 +21,9 @@ from sklearn.metrics import r2_score  # noqa: E402
 from skdiff import NDPRegressor  # noqa: E402
 
 rng = np.random.default_rng(0)
-X = np.sort(rng.uniform(0, 10, 8))[:, None]
-y = np.sin(X).ravel() + 0.05 * rng.normal(size=8)
-X_plot = np.linspace(-0.5, 10.5, 100)[:, None]
+X = np.sort(rng.uniform(0, 10, 14))[:, None]
+y = np.sin(X).ravel() + 0.05 * rng.normal(size=14)
+X_plot = np.linspace(-0.5, 10.5, 60)[:, None]
 
 ndp = NDPRegressor(random_state=0, x_bounds=(-0.5, 10.5)).fit(X, y)
 mean, std = ndp.predict(X_plot, return_std=True)
