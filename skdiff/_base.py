@@ -282,8 +282,11 @@ class NeuralEstimatorBase(BaseEstimator):
             self.net_.initialize()
         else:
             self.net_.set_params(train_split=train_split)
+        # A continued run (warm start, partial_fit) draws its own stream, offset by the epochs
+        # already trained, so successive calls do not repeat the same dropout masks/shuffles.
+        seed = (self.seed_ + len(self.net_.history)) % np.iinfo(np.int32).max
         try:
-            with self._rng():
+            with self._rng(seed):
                 # partial_fit runs on_train_begin/end around fit_loop, so EarlyStopping
                 # restores the best weights at the end of this call.
                 self.net_.partial_fit(dataset, None, epochs=epochs)

@@ -411,7 +411,26 @@ class DIFFormerClassifier(ClassifierMixin, NeuralEstimatorBase):
         -------
         self : DIFFormerClassifier
         """
-        warm = self.warm_start and hasattr(self, "module_")
+        return self._fit(X, y, adjacency, graph=graph, validation_mask=validation_mask)
+
+    def partial_fit(self, X, y, adjacency=None, *, graph=None, validation_mask=None):
+        """Train one more epoch, starting from the current weights (or from scratch if unfitted).
+
+        Full batch, an epoch is one optimisation step; with ``batch_size`` below the number of
+        rows it is one pass over a fresh random partition. The arguments are those of
+        :meth:`fit`; the classes and the number of features must not change between calls.
+        With ``early_stopping=True`` the best-validation weights seen so far are restored at
+        the end of every call (skorch's ``EarlyStopping(load_best=True)``).
+
+        Returns
+        -------
+        self : DIFFormerClassifier
+        """
+        return self._fit(X, y, adjacency, graph=graph, validation_mask=validation_mask,
+                         partial=True)
+
+    def _fit(self, X, y, adjacency, *, graph, validation_mask, partial=False):
+        warm = (partial or self.warm_start) and hasattr(self, "module_")
         self._prepare_fit(reset=not warm)
         if graph is not None:
             if adjacency is not None:
@@ -439,8 +458,8 @@ class DIFFormerClassifier(ClassifierMixin, NeuralEstimatorBase):
             raise ValueError(f"y contains only one class ({classes[0]!r}) among the labelled rows;"
                              " DIFFormerClassifier needs at least 2 classes.")
         if warm and not np.array_equal(classes, self.classes_):
-            raise ValueError(f"warm_start=True needs the same classes as the previous fit "
-                             f"({self.classes_.tolist()}); got {classes.tolist()}.")
+            raise ValueError("warm_start=True or partial_fit needs the same classes as the "
+                             f"previous fit ({self.classes_.tolist()}); got {classes.tolist()}.")
         self.classes_ = classes
         lab_rows = np.flatnonzero(~unl)
         y_rows = np.full(y.shape[0], -1, dtype=np.int64)
@@ -485,11 +504,13 @@ class DIFFormerClassifier(ClassifierMixin, NeuralEstimatorBase):
                     # large steps recompute each layer in backward: same result, less memory
                     checkpoint_layers=min(n, self.batch_size or n) > _CHECKPOINT_ROWS)
         elif self.module_.fc_in.in_features != x.shape[1]:
-            raise ValueError("warm_start=True needs the same number of features as the previous "
-                             f"fit ({self.module_.fc_in.in_features}); got {x.shape[1]}.")
+            raise ValueError("warm_start=True or partial_fit needs the same number of features as "
+                             f"the previous fit ({self.module_.fc_in.in_features}); got "
+                             f"{x.shape[1]}.")
         try:
             self._train(module, train_ds, valid_dataset=valid_ds, criterion=_MaskedCrossEntropy,
-                        reuse=warm, monitor="valid_score", lower_is_better=False,
+                        reuse=warm, epochs=1 if partial else None, monitor="valid_score",
+                        lower_is_better=False,
                         extra_callbacks=extra, batch_size=1, collate_fn=first_item)
         finally:
             for _, cb in extra:  # do not keep (and pickle) the training data in the net
