@@ -413,7 +413,8 @@ class DIFFormerClassifier(ClassifierMixin, NeuralEstimatorBase):
         """
         return self._fit(X, y, adjacency, graph=graph, validation_mask=validation_mask)
 
-    def partial_fit(self, X, y, adjacency=None, *, graph=None, validation_mask=None):
+    def partial_fit(self, X, y, adjacency=None, *, classes=None, graph=None,
+                    validation_mask=None):
         """Train one more epoch, starting from the current weights (or from scratch if unfitted).
 
         Full batch, an epoch is one optimisation step; with ``batch_size`` below the number of
@@ -422,14 +423,18 @@ class DIFFormerClassifier(ClassifierMixin, NeuralEstimatorBase):
         With ``early_stopping=True`` the best-validation weights seen so far are restored at
         the end of every call (skorch's ``EarlyStopping(load_best=True)``).
 
+        ``classes`` (array-like, optional) lists every class up front, as in scikit-learn's
+        ``partial_fit`` convention, so a call whose ``y`` lacks some classes keeps the same
+        output layer; later calls must pass the same classes or ``None``.
+
         Returns
         -------
         self : DIFFormerClassifier
         """
         return self._fit(X, y, adjacency, graph=graph, validation_mask=validation_mask,
-                         partial=True)
+                         partial=True, classes=classes)
 
-    def _fit(self, X, y, adjacency, *, graph, validation_mask, partial=False):
+    def _fit(self, X, y, adjacency, *, graph, validation_mask, partial=False, classes=None):
         warm = (partial or self.warm_start) and hasattr(self, "module_")
         self._prepare_fit(reset=not warm)
         if graph is not None:
@@ -453,7 +458,17 @@ class DIFFormerClassifier(ClassifierMixin, NeuralEstimatorBase):
             raise ValueError("y has no labelled rows (all are -1); label at least one row of "
                              "each of two classes.")
         check_classification_targets(y[~unl])
-        classes, enc = np.unique(y[~unl], return_inverse=True)
+        if classes is None and partial and hasattr(self, "classes_"):
+            classes = self.classes_
+        if classes is None:
+            classes, enc = np.unique(y[~unl], return_inverse=True)
+        else:
+            classes = np.unique(np.asarray(classes))
+            unknown = np.setdiff1d(y[~unl], classes)
+            if unknown.size:
+                raise ValueError(f"y contains labels {unknown.tolist()} that are not in "
+                                 f"'classes' {classes.tolist()}; pass every class.")
+            enc = np.searchsorted(classes, y[~unl])
         if classes.size < 2:
             raise ValueError(f"y contains only one class ({classes[0]!r}) among the labelled rows;"
                              " DIFFormerClassifier needs at least 2 classes.")

@@ -206,7 +206,12 @@ def test_partial_fit_trains_one_epoch_per_call(digits):
         again.partial_fit(X[:200], y[:200])
     np.testing.assert_array_equal(clf.predict_proba(X[200:260]), again.predict_proba(X[200:260]))
     with pytest.raises(ValueError, match="partial_fit needs the same classes"):
-        clf.partial_fit(X[:200], np.where(y[:200] == 0, 1, y[:200]))
+        clf.partial_fit(X[:200], y[:200], classes=np.arange(11))
+    # a call whose y lacks a class keeps the output layer when classes are given up front
+    part = DIFFormerClassifier(**FAST, early_stopping=False, random_state=0)
+    part.partial_fit(X[:200][y[:200] != 9], y[:200][y[:200] != 9], classes=np.arange(10))
+    part.partial_fit(X[:200], y[:200])
+    assert part.predict_proba(X[:5]).shape == (5, 10)
 
 
 # -- errors ----------------------------------------------------------------------------------
