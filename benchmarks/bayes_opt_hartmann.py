@@ -20,6 +20,7 @@ import time
 import warnings
 
 import numpy as np
+from _ndp_common import add_runtime_args, apply_runtime_args
 from sklearn.exceptions import ConvergenceWarning
 from sklearn.gaussian_process import GaussianProcessRegressor
 from sklearn.gaussian_process.kernels import ConstantKernel, Matern, WhiteKernel
@@ -48,21 +49,10 @@ def main(argv=None):
     p.add_argument("--n-iter", type=int, default=30)
     p.add_argument("--n-candidates", type=int, default=64)
     p.add_argument("--prior", default="gp")
-    p.add_argument("--threads", type=int, default=0)
+    add_runtime_args(p)
     p.add_argument("--json", default=None)
-    p.add_argument("--weights-dir", default=None,
-                   help="load priors from this directory (a snapshot), not skdiff/weights")
     args = p.parse_args(argv)
-    if args.weights_dir:
-        from pathlib import Path
-
-        import skdiff.diffusion.priors as priors
-
-        priors.weights_dir = lambda: Path(args.weights_dir)
-    if args.threads:
-        import torch
-
-        torch.set_num_threads(args.threads)
+    apply_runtime_args(args)
     regrets, seconds = {}, {}
     for name in ("random", "gpr", "ndp"):
         runs = []

@@ -28,6 +28,7 @@ import time
 import warnings
 
 import numpy as np
+from _ndp_common import add_runtime_args, apply_runtime_args
 from sklearn.exceptions import ConvergenceWarning
 from sklearn.gaussian_process import GaussianProcessRegressor
 from sklearn.gaussian_process.kernels import RBF, ConstantKernel, Matern, WhiteKernel
@@ -114,21 +115,10 @@ def main(argv=None):
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--n-samples", type=int, default=128,
                    help="samples behind the moment-matched Gaussian (paper: 128)")
-    p.add_argument("--threads", type=int, default=0, help="torch threads (0: torch default)")
+    add_runtime_args(p)
     p.add_argument("--json", default=None, help="write the results here")
-    p.add_argument("--weights-dir", default=None,
-                   help="load priors from this directory (a snapshot), not skdiff/weights")
     args = p.parse_args(argv)
-    if args.weights_dir:
-        from pathlib import Path
-
-        import skdiff.diffusion.priors as priors
-
-        priors.weights_dir = lambda: Path(args.weights_dir)
-    if args.threads:
-        import torch
-
-        torch.set_num_threads(args.threads)
+    apply_runtime_args(args)
     results = {}
     for d in args.dims:
         for kernel in args.kernels:

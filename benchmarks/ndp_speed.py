@@ -19,6 +19,7 @@ import time
 
 import numpy as np
 import torch
+from _ndp_common import add_runtime_args, apply_runtime_args
 
 from skdiff import NDPRegressor
 from skdiff._ndp import gaussian_log_likelihood
@@ -58,18 +59,9 @@ def main(argv=None):
     p.add_argument("--n-tasks-ddpm", type=int, default=1)
     p.add_argument("--prior", default="gp")
     p.add_argument("--skip-ddpm", action="store_true")
-    p.add_argument("--threads", type=int, default=0, help="torch threads (0: torch default)")
-    p.add_argument("--weights-dir", default=None,
-                   help="load priors from this directory (a snapshot), not skdiff/weights")
+    add_runtime_args(p)
     args = p.parse_args(argv)
-    if args.weights_dir:
-        from pathlib import Path
-
-        import skdiff.diffusion.priors as priors
-
-        priors.weights_dir = lambda: Path(args.weights_dir)
-    if args.threads:
-        torch.set_num_threads(args.threads)
+    apply_runtime_args(args)
     data = make_gp_functions(args.n_tasks, 60, 1, kernel="se", lengthscale=0.25,
                              random_state=1)
     tasks = [(X[:10], y[:10], X[10:], y[10:]) for X, y in zip(data.X, data.y)]

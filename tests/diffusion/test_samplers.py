@@ -24,6 +24,7 @@ from skdiff.diffusion import (
     prior_sample,
     strided_levels,
 )
+from skdiff.diffusion.oracle import gp_posterior, kl_per_point, sampler_moments
 
 
 def _kernel(x, lengthscale=0.25, noise=0.0025):
@@ -50,49 +51,6 @@ class OracleEps:
         A = a * a * self.K + s * s * torch.eye(len(self.K), dtype=torch.float64)
         eps = s * torch.linalg.solve(A, y_t.squeeze(-1).double().T).T
         return eps.unsqueeze(-1).to(y_t.dtype)
-
-
-def _propagate(schedule, K, C, y_ctx, levels, U, eta=1.0):
-    """Exact mean and covariance of the targets produced by ``conditional_sample``."""
-    ab = schedule.alpha_bars.double().numpy()
-    abf = lambda t: 1.0 if t < 0 else ab[t]  # noqa: E731
-    N = K.shape[0]
-    M = N - C
-    m, P = np.zeros(M), np.eye(M)
-
-    def reverse(m, P, t, s):
-        a, sd = math.sqrt(abf(t)), math.sqrt(1 - abf(t))
-        G = sd * np.linalg.inv(a * a * K + sd * sd * np.eye(N))
-        var = eta**2 * (1 - abf(s)) / (1 - abf(t)) * (1 - abf(t) / abf(s))
-        cx = math.sqrt(abf(s) / abf(t))
-        ce = math.sqrt(max(1 - abf(s) - var, 0)) - cx * sd
-        A = cx * np.eye(N) + ce * G
-        Atc, Att = A[C:, :C], A[C:, C:]
-        return (Atc @ (a * y_ctx) + Att @ m,
-                sd * sd * Atc @ Atc.T + Att @ P @ Att.T + var * np.eye(M))
-
-    for i, t in enumerate(levels):
-        s = levels[i + 1] if i + 1 < len(levels) else -1
-        if s >= 0:
-            for _ in range(U):
-                m, P = reverse(m, P, t, s)
-                r2 = abf(t) / abf(s)
-                m, P = math.sqrt(r2) * m, r2 * P + (1 - r2) * np.eye(M)
-        m, P = reverse(m, P, t, s)
-    return m, P
-
-
-def _gp_posterior(K, C, y_ctx):
-    sol = np.linalg.solve(K[:C, :C], K[:C, C:])
-    return sol.T @ y_ctx, K[C:, C:] - K[:C, C:].T @ sol
-
-
-def _kl_per_point(m1, P1, m0, P0):
-    """KL(N(m1, P1) || N(m0, P0)) / dim."""
-    iP0 = np.linalg.inv(P0)
-    d = m0 - m1
-    return 0.5 * (np.trace(iP0 @ P1) + d @ iP0 @ d - len(m0) + np.linalg.slogdet(P0)[1]
-                  - np.linalg.slogdet(P1)[1]) / len(m0)
 
 
 def _assert_moments_within_mc(samples, mean, cov, z=4.5):
@@ -176,7 +134,7 @@ def test_prior_sample_recovers_gp_prior(task):
     (None, 5, 0.02),  # the paper's sampler: DDPM over all 500 levels, U = 5
     (20, 4, 0.05),    # the fast default: 20 quadratic strided steps, U = 4 (100 evaluations)
 ])
-def test_repaint_recovers_gp_posterior(task, n_steps, U, kl_bound):
+def test_repaint_recoversgp_posterior(task, n_steps, U, kl_bound):
     x, K, C, y_ctx = task
     sched = NoiseSchedule.official()
     oracle = OracleEps(sched, K)
@@ -190,12 +148,12 @@ def test_repaint_recovers_gp_posterior(task, n_steps, U, kl_bound):
     assert oracle.batch_sizes == {S}
     samples = y.squeeze(-1).double().numpy()
     # 1. the implementation: Monte Carlo moments match the exact propagation of the algorithm.
-    m, P = _propagate(sched, K, C, y_ctx, levels, U)
+    m, P = sampler_moments(sched, K, C, y_ctx, levels, U)
     _assert_moments_within_mc(samples, m, P)
     # 2. the approximation: close to the exact GP posterior (RePaint is exact only as U -> inf;
     #    measured bias on this task: KL/point 0.006 (paper's sampler), 0.017 (fast)).
-    mu, Sig = _gp_posterior(K, C, y_ctx)
-    kl = _kl_per_point(m, P, mu, Sig)
+    mu, Sig = gp_posterior(K, C, y_ctx)
+    kl = kl_per_point(m, P, mu, Sig)
     assert kl < kl_bound
     sd = np.sqrt(np.diag(Sig))
     assert np.all(np.abs(samples.mean(0) - mu) < 4.5 * sd / math.sqrt(S) + 0.6 * sd)
@@ -208,10 +166,10 @@ def test_more_resampling_reduces_bias(task):
     """U = 0 (plain replacement) is far off; U = 5 is much closer (exact propagation)."""
     x, K, C, y_ctx = task
     sched = NoiseSchedule.official()
-    mu, Sig = _gp_posterior(K, C, y_ctx)
+    mu, Sig = gp_posterior(K, C, y_ctx)
     levels = strided_levels(500, 20)
-    kl0 = _kl_per_point(*_propagate(sched, K, C, y_ctx, levels, 0), mu, Sig)
-    kl5 = _kl_per_point(*_propagate(sched, K, C, y_ctx, levels, 5), mu, Sig)
+    kl0 = kl_per_point(*sampler_moments(sched, K, C, y_ctx, levels, 0), mu, Sig)
+    kl5 = kl_per_point(*sampler_moments(sched, K, C, y_ctx, levels, 5), mu, Sig)
     assert kl5 < 0.5 * kl0
 
 
