@@ -78,15 +78,17 @@ class DIFFormer(nn.Module):
         return self.dropout(torch.relu(self.norm_in(h)))
 
     def _step(self, i, z, p):
-        return self.dropout(self.norms[i](self.alpha * p + (1.0 - self.alpha) * z))
+        # alpha p + (1 - alpha) z as one lerp: one (n, d) tensor instead of three
+        return self.dropout(self.norms[i](torch.lerp(z, p, self.alpha)))
 
     def _layer(self, i, z, adj):
         return self._step(i, z, self.convs[i](z, adj))
 
     def forward(self, x, adj=None):
         """Joint (transductive) forward over the rows of ``x``; ``adj`` normalised or None."""
-        z = self._input(x)
         ckpt = self.checkpoint_layers and torch.is_grad_enabled()
+        # the input block is checkpointed too: its four (n, hidden) activations are recomputed
+        z = checkpoint(self._input, x, use_reentrant=False) if ckpt else self._input(x)
         for i in range(len(self.convs)):
             z = checkpoint(self._layer, i, z, adj, use_reentrant=False) if ckpt else \
                 self._layer(i, z, adj)
