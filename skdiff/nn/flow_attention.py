@@ -37,25 +37,130 @@ from torch import nn
 __all__ = ["FlowAttention", "flow_attention"]
 
 
-def _causal_linear(q, k, v, chunk_size):
-    r"""Causal linear attention :math:`out_t = q_t^\top \sum_{s \le t} k_s v_s^\top`.
+class _PrefixDot(torch.autograd.Function):
+    r""":math:`f_t = a_t^\top \sum_{s \le t} w_s b_s` for (b, h, L, d) ``a``, ``b`` and
+    (b, h, L) weights ``w`` (``None``: all ones); output (b, h, L).
 
-    Processed in chunks of ``chunk_size`` positions with a carried (d, e) state: inside a
-    chunk the lower-triangular (c, c) block of :math:`q k^\top` is used, across chunks the
-    state. Memory O(b h (L d + chunk^2 + d e)) instead of the official (b, h, L, d, e) cumsum.
-    Outputs before position t0 only see inputs before t0 (masked entries are exact zeros).
+    A custom backward so that the (b, h, L, d) prefix sum is a temporary, recomputed in
+    backward, instead of a tensor that autograd keeps alive until then (four such (L, d)
+    prefix sums, 4 x 34 MB at L=4096, B8 H8 d32 in float32). Gradients:
+    :math:`\partial a_t = g_t \sum_{s \le t} w_s b_s`,
+    :math:`\partial b_s = w_s \sum_{t \ge s} g_t a_t`,
+    :math:`\partial w_s = b_s^\top \sum_{t \ge s} g_t a_t`.
     """
-    b, h, L, d = q.shape
-    state = q.new_zeros(b, h, d, v.shape[-1])  # running sum_s k_s v_s^T
-    outs = []
-    # torch.split, not slicing: the backward of each slice would allocate a full (L, d)
-    # zero gradient (measured: 40x slower backward at L=4096); split's backward is one cat.
-    for qc, kc, vc in zip(*(x.split(chunk_size, dim=2) for x in (q, k, v))):
-        # qc, kc: (b, h, c, d); vc: (b, h, c, e)
-        scores = torch.tril(qc @ kc.transpose(-1, -2))  # (b, h, c, c), zero above diagonal
-        outs.append(scores @ vc + qc @ state)  # (b, h, c, e)
-        state = state + kc.transpose(-1, -2) @ vc
-    return torch.cat(outs, dim=2)
+
+    @staticmethod
+    def forward(ctx, a, b, w):
+        ctx.save_for_backward(a, b, w)
+        prefix = (b * w[..., None] if w is not None else b.clone()).cumsum_(2)
+        return prefix.mul_(a).sum(-1)
+
+    @staticmethod
+    @torch.autograd.function.once_differentiable
+    def backward(ctx, g):
+        a, b, w = ctx.saved_tensors
+        ga = gb = gw = None
+        if ctx.needs_input_grad[0]:
+            prefix = (b * w[..., None] if w is not None else b.clone()).cumsum_(2)
+            ga = prefix.mul_(g[..., None])
+            del prefix
+        if ctx.needs_input_grad[1] or ctx.needs_input_grad[2]:
+            suffix = (a * g[..., None]).flip(2).cumsum_(2).flip(2)  # sum_{t >= s} g_t a_t
+            if ctx.needs_input_grad[2]:
+                gw = (b * suffix).sum(-1)
+            if ctx.needs_input_grad[1]:
+                gb = suffix.mul_(w[..., None]) if w is not None else suffix
+        return ga, gb, gw
+
+
+def _prefix_dot(a, b, w=None):
+    return _PrefixDot.apply(a, b, w)
+
+
+class _CausalAggregate(torch.autograd.Function):
+    r"""Chunked causal linear attention with a gain on the queries and one on the values:
+
+    .. math:: out_t = s_t\, \phi_t^\top \sum_{u \le t} \kappa_u (c_u v_u)^\top
+
+    for ``phi`` (b, h, L, d), ``s`` (b, h, L), ``kappa`` (b, h, L, d), ``v`` (b, h, L, e),
+    ``c`` (b, h, L). Chunks of ``chunk`` positions: inside a chunk the lower-triangular
+    (chunk, chunk) block of :math:`q \kappa^\top` (masked entries are exact zeros, so outputs
+    before t0 never see inputs at t0 or later), across chunks a carried (d, e) state. Memory
+    O(b h (L d + chunk^2 + d e)), against the official (b, h, L, d, e) cumulative sum.
+
+    A custom backward (instead of autograd through the loop) keeps for backward only the
+    inputs, which the caller holds anyway, not the per-chunk (c, c) score blocks, the
+    gained queries and values and the chunk outputs. Together with :class:`_PrefixDot`,
+    measured at L=4096, B8 H8 d32, forward+backward: process peak 1199 -> 854 MB, 2.0 ->
+    1.2 s; at L=16384 3445 -> 2091 MB, 21.7 -> 11.9 s. It recomputes the forward
+    states for :math:`\partial q` and carries the reverse state
+    :math:`P = \sum_{t > \text{chunk}} q_t g_t^\top` for :math:`\partial \kappa, \partial w`
+    (:math:`q = s\phi`, :math:`w = c v`).
+    """
+
+    @staticmethod
+    def forward(ctx, phi, s, kappa, v, c, chunk):
+        ctx.save_for_backward(phi, s, kappa, v, c)
+        ctx.chunk = chunk
+        b, h, L, _ = phi.shape
+        out = v.new_empty(b, h, L, v.shape[-1])
+        state = v.new_zeros(b, h, phi.shape[-1], v.shape[-1])  # sum_{u < chunk} k_u w_u^T
+        for i in range(0, L, chunk):
+            j = min(i + chunk, L)
+            q, k, w = phi[:, :, i:j] * s[:, :, i:j, None], kappa[:, :, i:j], \
+                v[:, :, i:j] * c[:, :, i:j, None]
+            scores = torch.tril(q @ k.transpose(-1, -2))  # (b, h, c, c)
+            torch.matmul(scores, w, out=out[:, :, i:j])
+            out[:, :, i:j] += q @ state
+            state += k.transpose(-1, -2) @ w
+        return out
+
+    @staticmethod
+    @torch.autograd.function.once_differentiable
+    def backward(ctx, g):
+        phi, s, kappa, v, c = ctx.saved_tensors
+        chunk = ctx.chunk
+        need_phi, need_s, need_k, need_v, need_c = ctx.needs_input_grad[:5]
+        b, h, L, d = phi.shape
+        e = v.shape[-1]
+        gphi = torch.empty_like(phi) if need_phi else None
+        gs = torch.empty_like(s) if need_s else None
+        gk = torch.empty_like(kappa) if need_k else None
+        gv = torch.empty_like(v) if need_v else None
+        gc = torch.empty_like(c) if need_c else None
+        starts = range(0, L, chunk)
+        if need_phi or need_s:  # forward sweep: dq_t = sum_{u <= t} (g_t . w_u) k_u
+            state = v.new_zeros(b, h, d, e)
+            for i in starts:
+                j = min(i + chunk, L)
+                gi, k = g[:, :, i:j], kappa[:, :, i:j]
+                w = v[:, :, i:j] * c[:, :, i:j, None]
+                dq = torch.tril(gi @ w.transpose(-1, -2)) @ k + gi @ state.transpose(-1, -2)
+                state += k.transpose(-1, -2) @ w
+                if need_s:
+                    gs[:, :, i:j] = (dq * phi[:, :, i:j]).sum(-1)
+                if need_phi:
+                    torch.mul(dq, s[:, :, i:j, None], out=gphi[:, :, i:j])
+        if need_k or need_v or need_c:  # reverse sweep with P = sum_{t > chunk} q_t g_t^T
+            state = v.new_zeros(b, h, d, e)
+            for i in reversed(starts):
+                j = min(i + chunk, L)
+                gi, k, vi = g[:, :, i:j], kappa[:, :, i:j], v[:, :, i:j]
+                q = phi[:, :, i:j] * s[:, :, i:j, None]
+                w = vi * c[:, :, i:j, None]
+                if need_k:  # dk_u = sum_{t >= u} (g_t . w_u) q_t
+                    gw_scores = torch.tril(gi @ w.transpose(-1, -2))  # [t, u]
+                    torch.matmul(gw_scores.transpose(-1, -2), q, out=gk[:, :, i:j])
+                    gk[:, :, i:j] += w @ state.transpose(-1, -2)
+                if need_v or need_c:  # dw_u = sum_{t >= u} (q_t . k_u) g_t
+                    scores = torch.tril(q @ k.transpose(-1, -2))
+                    dw = scores.transpose(-1, -2) @ gi + k @ state
+                    if need_c:
+                        gc[:, :, i:j] = (dw * vi).sum(-1)
+                    if need_v:
+                        torch.mul(dw, c[:, :, i:j, None], out=gv[:, :, i:j])
+                state += q.transpose(-1, -2) @ gi
+        return gphi, gs, gk, gv, gc, None
 
 
 def flow_attention(q, k, v, *, causal=False, clamp=1.0, eps=1e-6, chunk_size=64):
@@ -109,21 +214,24 @@ def flow_attention(q, k, v, *, causal=False, clamp=1.0, eps=1e-6, chunk_size=64)
         raise ValueError(f"causal flow_attention needs as many queries as keys; got {n} and {m}.")
     # Departure: no torch.utils.checkpoint around the flow statistics; measured, recomputing
     # them in backward raised the peak (the recomputed graph coexists with the gradients).
+    if causal:
+        # competition reweights the values, allocation / I_t gates the sinks, inside the
+        # chunked aggregation (no (L, d)-sized products kept for backward)
+        phi_q, phi_k, comp, gain = _flow_weights(q, k, causal, clamp, eps)
+        return _CausalAggregate.apply(phi_q, gain, phi_k, v, comp, int(chunk_size))
     qn, phi_k, comp, alloc = _flow_weights(q, k, causal, clamp, eps)
     vc = v * comp[..., None]  # competition reweights the values of the sources
-    if causal:
-        res = _causal_linear(qn, phi_k, vc, int(chunk_size))
-    else:
-        kv = torch.einsum("bhmd,bhme->bhde", phi_k, vc)  # d x e matrix first
-        res = torch.einsum("bhnd,bhde->bhne", qn, kv)
+    kv = torch.einsum("bhmd,bhme->bhde", phi_k, vc)  # d x e matrix first
+    res = torch.einsum("bhnd,bhde->bhne", qn, kv)
     return res * alloc[..., None]  # allocation gates the sinks
 
 
 def _flow_weights(q, k, causal, clamp, eps):
     """Sink normaliser, competition and allocation (steps 1-3); see :func:`flow_attention`.
 
-    Returns ``phi(q) / I`` (b, h, n, d), ``phi(k)`` (b, h, m, d), competition ``c`` (b, h, m)
-    and allocation ``a`` (b, h, n).
+    Normal: returns ``phi(q) / I`` (b, h, n, d), ``phi(k)`` (b, h, m, d), competition ``c``
+    (b, h, m) and allocation ``a`` (b, h, n). Causal: ``phi(q)``, ``phi(k)``, ``c`` and the
+    query gain ``a / I`` (b, h, n).
     """
     phi_q, phi_k = torch.sigmoid(q), torch.sigmoid(k)  # non-negative feature map
     n, m = q.shape[2], k.shape[2]
@@ -151,29 +259,29 @@ def _flow_weights(q, k, causal, clamp, eps):
 
     # t = number of visible positions, shaped to broadcast over (b, h, L)
     t = torch.arange(1, n + 1, device=q.device, dtype=q.dtype)
-    d = q.shape[-1]
+    eps_sq = q.shape[-1] * eps * eps
     sq, sk = phi_q.sum(-1), phi_k.sum(-1)  # (b, h, L)
-
-    def dot(a, a_sum, c):
-        # (a + eps) . (c + eps) expanded, so no eps-shifted copies of (L, d) tensors are kept
-        return (a * c).sum(-1) + eps * (a_sum + c.sum(-1)) + d * eps * eps
-
+    # Every flow dot product (a_t + eps) . (sum_{s<=t} w_s b_s + eps) is expanded as
+    # a_t . prefix + eps (sum(a_t) + sum_{s<=t} w_s sum(b_s)) + d eps^2: the (L, d) prefix sum
+    # lives only inside _prefix_dot (recomputed in its backward), only (b, h, L) vectors here.
     # (1) prefix flows, rescaled by t (official: sink_incoming * normal)
-    inc = dot(phi_q, sq, phi_k.cumsum(2))  # I_t
-    out = dot(phi_k, sk, phi_q.cumsum(2))  # O_t
+    inc = _prefix_dot(phi_q, phi_k) + eps * (sq + sk.cumsum(-1)) + eps_sq  # I_t
+    out = _prefix_dot(phi_k, phi_q) + eps * (sk + sq.cumsum(-1)) + eps_sq  # O_t
     sink_norm = t / inc
     src_norm = t / out
     # (2) conservation over prefixes, divided by t
-    cons_sink = dot(phi_q, sq, (phi_k * src_norm[..., None]).cumsum(2)) / t
-    cons_src = dot(phi_k, sk, (phi_q * sink_norm[..., None]).cumsum(2)) / t
+    cons_sink = (_prefix_dot(phi_q, phi_k, src_norm)
+                 + eps * (sq + (sk * src_norm).cumsum(-1)) + eps_sq) / t
+    cons_src = (_prefix_dot(phi_k, phi_q, sink_norm)
+                + eps * (sk + (sq * sink_norm).cumsum(-1)) + eps_sq) / t
     if clamp is not None:
         cons_src = cons_src.clamp(-clamp, clamp)
     # (3) allocation; running softmax as exp(O_t - logsumexp_{s<=t} O_s) * t. Departure: the
     # official code divides exp(O_t) by cumsum(exp(O)), which overflows without the clamp.
     alloc = torch.sigmoid(cons_sink)
     comp = torch.exp(cons_src - torch.logcumsumexp(cons_src, dim=-1)) * t
-    # (4) prepared for the causal aggregation: phi_q * (t / I_t) / t == phi_q / I_t
-    return phi_q / inc[..., None], phi_k, comp, alloc
+    # (4) the aggregation's query gain: phi_q * (t / I_t) / t * a_t == phi_q * (a_t / I_t)
+    return phi_q, phi_k, comp, alloc / inc
 
 
 class FlowAttention(nn.Module):
