@@ -127,6 +127,17 @@ def test_gradients_match_reference():
             torch.testing.assert_close(a, b, rtol=1e-9, atol=1e-11)
 
 
+@pytest.mark.parametrize("shape,clamp", [((2, 3, 9, 14, 4, 5), 1.0), ((1, 2, 17, 5, 8, 3), None)])
+def test_normal_gradients_match_reference_cross_attention(shape, clamp):
+    # n != m, a non-uniform upstream gradient, with and without the clamp
+    q, k, v = (x.requires_grad_() for x in _qkv(*shape, seed=3, scale=2.0))
+    g = torch.randn(shape[0], shape[1], shape[2], shape[5], dtype=torch.float64)
+    got = torch.autograd.grad((flow_attention(q, k, v, clamp=clamp) * g).sum(), (q, k, v))
+    ref = torch.autograd.grad((dense_reference(q, k, v, clamp=clamp) * g).sum(), (q, k, v))
+    for a, b in zip(got, ref):
+        torch.testing.assert_close(a, b, rtol=1e-9, atol=1e-11)
+
+
 @pytest.mark.parametrize("L,chunk,clamp", [(13, 4, None), (16, 16, 1.0), (9, 20, 5.0),
                                            (21, 1, None)])
 def test_causal_custom_backward_equals_autograd_of_the_dense_reference(L, chunk, clamp):
