@@ -44,6 +44,20 @@ def test_learns_a_position_dependent_target(waves):
     assert reg.fit(X[:220], y[:220]).score(X[220:], y[220:]) > 0.8
 
 
+def test_window_skip_starts_at_the_ridge_solution():
+    # y is a linear function of the window: the window skip's ridge start fits it (the
+    # encoder head starts at zero and lr is tiny), the level skip cannot
+    rng = np.random.default_rng(0)
+    X = rng.normal(size=(300, 12))
+    y = X @ rng.normal(size=12) + 0.01 * rng.normal(size=300)
+    kw = dict(hidden_dim=8, n_heads=2, n_layers=1, max_epochs=1, lr=1e-9, random_state=0,
+              device="cpu", validation_fraction=0.2)
+    window = FlowformerRegressor(**kw, skip="window").fit(X[:250], y[:250])
+    level = FlowformerRegressor(**kw).fit(X[:250], y[:250])
+    assert window.score(X[250:], y[250:]) > 0.999
+    assert level.score(X[250:], y[250:]) < 0.5
+
+
 def test_gaussian_intervals_are_calibrated_on_held_out_data():
     # y = level of the window + heteroscedastic noise whose scale the window reveals
     rng = np.random.default_rng(1)

@@ -151,7 +151,16 @@ class Flowformer(nn.Module):
         Normalise each window by its own per-channel mean and standard deviation before the
         encoder (RevIN-like, Kim et al. 2022) and add a learned linear function of those
         statistics and of the last value of each channel to the output, so the encoder
-        models the shape and the skip restores the level. An skdiff addition.
+        models the shape and the skip restores the level; the encoder's output, computed
+        in units of the window's std, is multiplied back by it (RevIN's de-normalisation;
+        with C channels by :math:`\prod_c \sigma_c^{\beta_{oc}}`, learnt
+        :math:`\beta` started at 1/C). An skdiff addition.
+    skip : {"level", "window"}, default="level"
+        Features of that linear skip (with ``instance_norm``): ``"level"`` the per-channel
+        [mean, std, last value] (3C); ``"window"`` those plus every input value (3C + L C),
+        which makes the skip a linear autoregression on the whole window (as a ridge
+        regression on the lags; cf. the linear baselines of Zeng et al., AAAI 2023) and the
+        encoder a nonlinear correction to it. An skdiff addition.
     chunk_size : int, default=64
         Chunk length of the causal Flow-Attention kernel.
 
@@ -162,12 +171,16 @@ class Flowformer(nn.Module):
 
     def __init__(self, n_channels, n_outputs, max_len, *, hidden_dim=64, n_heads=4, n_layers=2,
                  ff_dim=None, dropout=0.1, causal=False, clamp=1.0, pooling="mean",
-                 attention="flow", adjacency=None, instance_norm=False, chunk_size=64):
+                 attention="flow", adjacency=None, instance_norm=False, skip="level",
+                 chunk_size=64):
         super().__init__()
         if pooling not in POOLINGS:
             raise ValueError(f"pooling must be one of {POOLINGS}; got {pooling!r}.")
         if attention not in ("flow", "softmax"):
             raise ValueError(f"attention must be 'flow' or 'softmax'; got {attention!r}.")
+        if skip not in ("level", "window"):
+            raise ValueError(f"skip must be 'level' or 'window'; got {skip!r}.")
+        self.skip_window = skip == "window"
         self.n_channels, self.max_len, self.pooling = n_channels, max_len, pooling
         self.hidden_dim, self.instance_norm = hidden_dim, instance_norm
         graph = adjacency is not None
@@ -205,25 +218,37 @@ class Flowformer(nn.Module):
         self.head_dropout = nn.Dropout(dropout)
         self.head = nn.Linear(pooled, n_outputs)
         # level skip of the instance normalisation: [mean, std, last] per channel -> outputs
-        self.skip = nn.Linear(3 * n_channels, n_outputs) if instance_norm else None
+        n_skip = 3 * n_channels + (max_len * n_channels if self.skip_window else 0)
+        self.skip = nn.Linear(n_skip, n_outputs) if instance_norm else None
+        # exponents of the window stds that rescale the encoder's output (see forward)
+        self.std_mix = nn.Parameter(torch.full((n_outputs, n_channels), 1.0 / n_channels)) \
+            if instance_norm else None
         if instance_norm:
             # zero-init head: the model starts as the level skip alone (which estimators
             # initialise by least squares) and the encoder adds a learnt correction
             nn.init.zeros_(self.head.weight)
             nn.init.zeros_(self.head.bias)
 
+    def skip_features(self, x):
+        """Inputs of the linear skip for x (b, L, C): (b, 3C) or (b, 3C + L C)."""
+        mu = x.mean(1)
+        sd = (x.var(1, unbiased=False) + 1e-5).sqrt()
+        feats = [mu, sd, x[:, -1]] + ([x.flatten(1)] if self.skip_window else [])
+        return torch.cat(feats, dim=1)
+
     def forward(self, x):
         b, L, C = x.shape
         if C != self.n_channels:
             raise ValueError(f"expected {self.n_channels} channels; got {C}.")
-        if L > self.max_len or (self.pooling == "flatten" and L != self.max_len):
-            need = "exactly" if self.pooling == "flatten" else "at most"
+        fixed = self.pooling == "flatten" or (self.instance_norm and self.skip_window)
+        if L > self.max_len or (fixed and L != self.max_len):
+            need = "exactly" if fixed else "at most"
             raise ValueError(f"sequence length {L}: this network takes {need} {self.max_len}.")
         stats = None
         if self.instance_norm:
+            stats = self.skip_features(x)
             mu = x.mean(1, keepdim=True)  # (b, 1, C)
             sd = (x.var(1, keepdim=True, unbiased=False) + 1e-5).sqrt()
-            stats = torch.cat([mu[:, 0], sd[:, 0], x[:, -1]], dim=1)  # (b, 3C)
             x = (x - mu) / sd
         scale = math.sqrt(self.hidden_dim)  # official: project_inp(x) * sqrt(d_model)
         if self.adjacency is not None:
@@ -242,5 +267,8 @@ class Flowformer(nn.Module):
             z = h.flatten(-2)  # official UEA head: (b, L * d)
         out = self.head(self.head_dropout(F.gelu(z.reshape(b, -1))))  # official: act, dropout
         if stats is not None:
-            out = out + self.skip(stats)
+            # RevIN de-normalisation of the encoder's correction: it was computed from the
+            # window divided by its std, so it is multiplied back by the std (for several
+            # channels by a learnt geometric mixture of their stds, started at their mean)
+            out = out * torch.exp(torch.log(sd[:, 0]) @ self.std_mix.T) + self.skip(stats)
         return out

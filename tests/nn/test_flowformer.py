@@ -34,6 +34,21 @@ def test_errors():
         net(torch.randn(1, 4, 3))
     with pytest.raises(ValueError, match="takes at most 4"):
         net(torch.randn(1, 5, 2))
+    with pytest.raises(ValueError, match="skip must be 'level' or 'window'; got 'lags'"):
+        Flowformer(2, 1, 4, instance_norm=True, skip="lags")
+    win = Flowformer(2, 1, 4, hidden_dim=8, n_heads=2, instance_norm=True, skip="window")
+    with pytest.raises(ValueError, match="sequence length 3: this network takes exactly 4"):
+        win(torch.randn(1, 3, 2))
+
+
+def test_window_skip_features():
+    net = Flowformer(2, 3, 5, hidden_dim=8, n_heads=2, instance_norm=True, skip="window")
+    x = torch.randn(4, 5, 2)
+    f = net.skip_features(x)
+    assert f.shape == (4, 3 * 2 + 5 * 2) and net.skip.in_features == 16
+    torch.testing.assert_close(f[:, :2], x.mean(1))
+    torch.testing.assert_close(f[:, 4:6], x[:, -1])
+    torch.testing.assert_close(f[:, 6:], x.reshape(4, 10))
 
 
 def test_graph_step_follows_the_adjacency():
@@ -64,6 +79,25 @@ def test_instance_norm_level_shift_goes_through_the_skip_only():
         # mean and last value both move by c; the std does not
         expected = c @ (net.skip.weight[:, :2] + net.skip.weight[:, 4:]).T
     torch.testing.assert_close(delta, expected.expand_as(delta), rtol=1e-4, atol=1e-4)
+
+
+def test_instance_norm_correction_is_scaled_by_the_window_std():
+    # RevIN de-normalisation: x -> a x + c leaves the normalised window unchanged and
+    # multiplies the encoder's part of the output by a (one channel: std_mix = 1)
+    torch.manual_seed(0)
+    net = Flowformer(1, 2, 10, hidden_dim=8, n_heads=2, instance_norm=True).eval()
+    torch.nn.init.normal_(net.head.weight)  # the head starts at zero otherwise
+    x = torch.randn(5, 10, 1, dtype=torch.float64)
+    net.double()
+
+    def encoder_part(z):
+        return net(z) - net.skip(net.skip_features(z))
+
+    with torch.no_grad():
+        base = encoder_part(x)
+        assert base.abs().min() > 1e-3
+        torch.testing.assert_close(encoder_part(30.0 * x - 2.0), 30.0 * base, rtol=1e-4,
+                                   atol=1e-6)
 
 
 def test_softmax_attention_matches_reference():
