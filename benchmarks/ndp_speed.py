@@ -84,6 +84,8 @@ def main(argv=None):
               f"predict(return_std) {np.mean(pred_s):7.2f} s (min {np.min(pred_s):.2f}) | "
               f"loglik/pt {np.mean(lls):6.3f} | MSE {np.mean(mses):.3f} | tasks {n_tasks}",
               flush=True)
+        print(f"{'':16s} per task: loglik/pt " + " ".join(f"{v:.3f}" for v in lls)
+              + " | MSE " + " ".join(f"{v:.3f}" for v in mses), flush=True)
 
 
 if __name__ == "__main__":
