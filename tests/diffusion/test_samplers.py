@@ -89,13 +89,19 @@ def test_ddpm_step_is_ho_et_al_algorithm_2():
 
 
 def test_ddim_step_with_true_noise_is_consistent():
-    """eta = 0 and the true eps: a jump t -> s lands exactly on q_sample(y0, s, eps)."""
+    """eta = 0 and the true eps: a jump t -> s lands exactly on q_sample(y0, s, eps).
+
+    Exact up to the rounding of the float32 schedule coefficients, amplified by
+    1 / sqrt(alpha_bar_t) when jumping back to y0 (a wrong formula errs by O(1)).
+    """
     sched = NoiseSchedule.official()
-    y0, eps = torch.randn(2, 6, 1, dtype=torch.float64), torch.randn(2, 6, 1, dtype=torch.float64)
+    g = torch.Generator().manual_seed(0)
+    y0, eps = (torch.randn(2, 6, 1, generator=g, dtype=torch.float64) for _ in range(2))
     yt = sched.q_sample(y0, 300, eps)
+    tol = dict(rtol=1e-5, atol=1e-6)
     torch.testing.assert_close(ddim_step(sched, eps, yt, 300, 40, eta=0.0),
-                               sched.q_sample(y0, 40, eps))
-    torch.testing.assert_close(ddim_step(sched, eps, yt, 300, -1, eta=0.0), y0)
+                               sched.q_sample(y0, 40, eps), **tol)
+    torch.testing.assert_close(ddim_step(sched, eps, yt, 300, -1, eta=0.0), y0, **tol)
     with pytest.raises(ValueError, match="s < t"):
         ddim_step(sched, eps, yt, 3, 3)
 
