@@ -184,6 +184,12 @@ class _FlowformerBase(NeuralEstimatorBase):
     def _fit(self, X, y, adjacency, *, epochs=None, partial=False):
         reuse = hasattr(self, "net_") and (self.warm_start or partial)
         self._prepare_fit(reset=not reuse)
+        if self.skip == "window" and not self.instance_norm:
+            raise ValueError(
+                "skip='window' is the linear skip of the instance normalisation and needs "
+                "instance_norm=True; got instance_norm=False. Set instance_norm=True, or leave "
+                "skip at its default 'level' (ignored without instance_norm)."
+            )
         X, y = self._check_X(X, y, reset=not reuse, fit=True)
         Xs = self._scale_X(X, reset=not reuse)
         self._graph(adjacency, reset=not reuse)

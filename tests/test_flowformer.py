@@ -164,6 +164,9 @@ def test_input_errors():
         FlowformerRegressor(**{**FAST, "hidden_dim": 10, "n_heads": 3}).fit(X, y)
     with pytest.raises(ValueError, match="'pooling' parameter of FlowformerRegressor must be"):
         FlowformerRegressor(pooling="max").fit(X, y)
+    with pytest.raises(ValueError, match="skip='window' .* needs instance_norm=True; got "
+                                         "instance_norm=False"):
+        FlowformerRegressor(**FAST, skip="window", instance_norm=False).fit(X, y)
     with pytest.raises(ValueError, match="'n_samples' must be a positive integer; got 0"):
         FlowformerRegressor(**FAST).fit(X, y).sample_posterior(X, n_samples=0)
     flat = FlowformerRegressor(**FAST, pooling="flatten").fit(X, y)
