@@ -183,6 +183,7 @@ class _FlowformerBase(NeuralEstimatorBase):
 
     def _fit(self, X, y, adjacency, *, epochs=None, partial=False):
         reuse = hasattr(self, "net_") and (self.warm_start or partial)
+        self.__dict__.pop("_module64_cache", None)
         self._prepare_fit(reset=not reuse)
         if self.skip == "window" and not self.instance_norm:
             raise ValueError(
@@ -263,13 +264,31 @@ class _FlowformerBase(NeuralEstimatorBase):
         Xt = torch.as_tensor(X, dtype=torch.float64)
         bs = 4 * (self.batch_size or 128)
         with self._rng(seed), self._inference(mc_dropout=mc_dropout) as module:
-            # Inference on a float64 copy of the network: in float32, matrix products round
-            # differently for different batch sizes (~1e-7), so a row's prediction would
-            # depend on which other rows share its call. The copy keeps train/eval flags.
-            module = copy.deepcopy(module).double()
+            module = self._module64(module)
             outs = [module(Xt[i:i + bs].to(self.device_)).cpu()
                     for i in range(0, len(Xt), bs)]
         return torch.cat(outs).numpy() if outs else np.zeros((0, 0), np.float32)
+
+    def _module64(self, module):
+        """A float64 copy of the network for inference, with ``module``'s train/eval flags.
+
+        In float32, matrix products round differently for different batch sizes (~1e-7), so
+        a row's prediction would depend on which other rows share its call. The copy is
+        cached until the weights change (any in-place update bumps a parameter's version), so
+        Monte Carlo sampling does not copy the network once per sample.
+        """
+        key = (id(module), tuple(p._version for p in module.parameters()))
+        cached = self.__dict__.get("_module64_cache")
+        if cached is None or cached[0] != key:
+            cached = self._module64_cache = (key, copy.deepcopy(module).double())
+        for m64, m in zip(cached[1].modules(), module.modules()):
+            m64.training = m.training  # eval, or MC dropout's train-mode dropout layers
+        return cached[1]
+
+    def __getstate__(self):
+        state = super().__getstate__()
+        state.pop("_module64_cache", None)  # a derived copy of module_: rebuilt on demand
+        return state
 
     def _prepared(self, X):
         check_is_fitted(self)

@@ -1,9 +1,11 @@
 """FlowformerRegressor / FlowformerClassifier: learning, real data, the sklearn contract, errors."""
 
+import copy
 import pickle
 
 import numpy as np
 import pytest
+import torch
 from sklearn.base import clone
 from sklearn.model_selection import GridSearchCV, TimeSeriesSplit, cross_val_score
 from sklearn.pipeline import make_pipeline
@@ -201,8 +203,15 @@ def test_sklearn_composition(waves, tmp_path):
     np.testing.assert_array_equal(reg.predict(X), again.predict(X))
     np.testing.assert_array_equal(reg.predict(X), FlowformerRegressor(**FAST).fit(X, y).predict(X))
     n = len(reg.history_)
+    before = reg.predict(X)
     reg.partial_fit(X, y)
     assert len(reg.history_) == n + 1
+    # the cached float64 inference copy follows the new weights, not the previous ones
+    with torch.no_grad():
+        net = copy.deepcopy(reg.module_).double().eval()
+        direct = net(torch.as_tensor(reg._prepared(X), dtype=torch.float64))[:, 0].numpy()
+    np.testing.assert_allclose(reg.predict(X), direct * reg.y_scale_[0] + reg.y_mean_[0])
+    assert not np.allclose(reg.predict(X), before)
     warm = FlowformerRegressor(**FAST, warm_start=True).fit(X, y)
     warm.fit(X, y)
     assert len(warm.history_) == 2 * FAST["max_epochs"]

@@ -229,11 +229,18 @@ class Flowformer(nn.Module):
             nn.init.zeros_(self.head.weight)
             nn.init.zeros_(self.head.bias)
 
-    def skip_features(self, x):
-        """Inputs of the linear skip for x (b, L, C): (b, 3C) or (b, 3C + L C)."""
-        mu = x.mean(1)
-        sd = (x.var(1, unbiased=False) + 1e-5).sqrt()
-        feats = [mu, sd, x[:, -1]] + ([x.flatten(1)] if self.skip_window else [])
+    @staticmethod
+    def window_stats(x):
+        """Per-window, per-channel mean and std of x (b, L, C), each (b, 1, C)."""
+        return x.mean(1, keepdim=True), (x.var(1, keepdim=True, unbiased=False) + 1e-5).sqrt()
+
+    def skip_features(self, x, stats=None):
+        """Inputs of the linear skip for x (b, L, C): (b, 3C) or (b, 3C + L C).
+
+        ``stats``: the :meth:`window_stats` of x when the caller already has them.
+        """
+        mu, sd = self.window_stats(x) if stats is None else stats
+        feats = [mu[:, 0], sd[:, 0], x[:, -1]] + ([x.flatten(1)] if self.skip_window else [])
         return torch.cat(feats, dim=1)
 
     def forward(self, x):
@@ -246,9 +253,8 @@ class Flowformer(nn.Module):
             raise ValueError(f"sequence length {L}: this network takes {need} {self.max_len}.")
         stats = None
         if self.instance_norm:
-            stats = self.skip_features(x)
-            mu = x.mean(1, keepdim=True)  # (b, 1, C)
-            sd = (x.var(1, keepdim=True, unbiased=False) + 1e-5).sqrt()
+            mu, sd = self.window_stats(x)  # (b, 1, C) each
+            stats = self.skip_features(x, (mu, sd))
             x = (x - mu) / sd
         scale = math.sqrt(self.hidden_dim)  # official: project_inp(x) * sqrt(d_model)
         if self.adjacency is not None:
