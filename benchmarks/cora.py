@@ -5,10 +5,12 @@ validation nodes, ``validation_mask``), mean ± std over 5 training seeds:
 
 * the public Planetoid split (140 train / 500 val / 1000 test);
 * the paper's protocol: 20 random labels per class, 500 val, 1000 test, drawn once with seed
-  123. ``official`` replays the official script's draw exactly (``torch.manual_seed(123)``,
-  then its ``class_rand_splits``: one ``torch.randperm`` per class in class order, one over the
-  rest; :func:`official_split`); ``numpy`` is ``skdiff.datasets.random_split_per_class(y, 20,
-  random_state=123)``, another draw of the same protocol. All five official runs share the one
+  123. ``official`` replays the official script's procedure (``torch.manual_seed(123)``, then
+  its ``class_rand_splits``: one ``torch.randperm`` per class in class order, one over the
+  rest; :func:`official_split`): the paper's split if torch's CPU ``randperm`` stream has not
+  changed since, which could not be checked here; ``numpy`` is
+  ``skdiff.datasets.random_split_per_class(y, 20, random_state=123)``, another draw of the
+  same protocol. All five official runs share the one
   split, as here.
 
 Features are row-normalised (``sklearn.preprocessing.normalize(norm="l1")``), as the official
