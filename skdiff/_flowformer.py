@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import copy
 import numbers
+import weakref
 
 import numpy as np
 import torch
@@ -29,6 +30,9 @@ from .nn.flowformer import Flowformer
 from .nn.graph import edge_index_from_scipy, normalized_adjacency
 
 __all__ = ["FlowformerClassifier", "FlowformerRegressor"]
+
+# float64 inference copies of fitted networks, keyed by the network (see _module64)
+_MODULE64 = weakref.WeakKeyDictionary()
 
 _MODEL_CONSTRAINTS = {
     "hidden_dim": [Interval(numbers.Integral, 1, None, closed="left")],
@@ -183,7 +187,6 @@ class _FlowformerBase(NeuralEstimatorBase):
 
     def _fit(self, X, y, adjacency, *, epochs=None, partial=False):
         reuse = hasattr(self, "net_") and (self.warm_start or partial)
-        self.__dict__.pop("_module64_cache", None)
         self._prepare_fit(reset=not reuse)
         if self.skip == "window" and not self.instance_norm:
             raise ValueError(
@@ -269,26 +272,23 @@ class _FlowformerBase(NeuralEstimatorBase):
                     for i in range(0, len(Xt), bs)]
         return torch.cat(outs).numpy() if outs else np.zeros((0, 0), np.float32)
 
-    def _module64(self, module):
+    @staticmethod
+    def _module64(module):
         """A float64 copy of the network for inference, with ``module``'s train/eval flags.
 
         In float32, matrix products round differently for different batch sizes (~1e-7), so
         a row's prediction would depend on which other rows share its call. The copy is
-        cached until the weights change (any in-place update bumps a parameter's version), so
-        Monte Carlo sampling does not copy the network once per sample.
+        cached per network (outside the estimator: predict leaves its ``__dict__`` unchanged,
+        pickles do not carry it) until the weights change (any in-place update bumps a
+        parameter's version), so Monte Carlo sampling does not copy the network per sample.
         """
-        key = (id(module), tuple(p._version for p in module.parameters()))
-        cached = self.__dict__.get("_module64_cache")
-        if cached is None or cached[0] != key:
-            cached = self._module64_cache = (key, copy.deepcopy(module).double())
+        versions = tuple(p._version for p in module.parameters())
+        cached = _MODULE64.get(module)
+        if cached is None or cached[0] != versions:
+            cached = _MODULE64[module] = (versions, copy.deepcopy(module).double())
         for m64, m in zip(cached[1].modules(), module.modules()):
             m64.training = m.training  # eval, or MC dropout's train-mode dropout layers
         return cached[1]
-
-    def __getstate__(self):
-        state = super().__getstate__()
-        state.pop("_module64_cache", None)  # a derived copy of module_: rebuilt on demand
-        return state
 
     def _prepared(self, X):
         check_is_fitted(self)
