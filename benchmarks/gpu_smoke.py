@@ -1,11 +1,14 @@
 """GPU smoke test: fit and predict every estimator on CUDA, compare with CPU, time it.
 
-    python benchmarks/gpu_smoke.py [--data-home ../shared/data]
+    python benchmarks/gpu_smoke.py [--data-home ../shared/data] [--device cpu]
 
 Exits 0 with a message when CUDA is absent (CI has no GPU). With CUDA it checks, for each
 estimator, that a CUDA fit trains (score above a floor), that the fitted model pickles and
 predicts the same after loading, and prints wall times. The large-N DIFFormer step and the
 Flow-Attention long-sequence runs are what a GPU is for; their CPU figures are in
+docs/benchmarks.md. ``--device cpu`` runs the same checks on the CPU (a few minutes): a dry
+run that catches a broken script before GPU time is spent on it (the CUDA-vs-CPU comparison
+then compares the CPU with itself).
 docs/benchmarks.md.
 """
 
@@ -19,11 +22,27 @@ from pathlib import Path
 import numpy as np
 import torch
 
+DEVICE = "cuda"
+
+
+def _cuda():
+    return DEVICE == "cuda"
+
+
+def _reset_peak():
+    if _cuda():
+        torch.cuda.reset_peak_memory_stats()
+
+
+def _print_peak():
+    if _cuda():
+        print(f"  peak CUDA memory {torch.cuda.max_memory_allocated() / 2**30:.2f} GiB")
+
 
 def _timed(label, fn):
     t = time.perf_counter()
     out = fn()
-    if torch.cuda.is_available():
+    if _cuda():
         torch.cuda.synchronize()
     print(f"  {label}: {time.perf_counter() - t:.2f} s")
     return out
@@ -37,31 +56,35 @@ def _roundtrip(est):
 
 
 def difformer(data_home):
-    from skdiff import DIFFormerClassifier
+    from cora import CORA_RECIPE  # benchmarks/cora.py: the official run.sh settings
+    from sklearn.preprocessing import normalize
+
+    from skdiff import DIFFormerClassifier, Graph
     from skdiff.datasets import load_planetoid
 
-    print("DIFFormerClassifier on Cora (public split), CUDA")
+    print(f"DIFFormerClassifier on Cora (public split, Cora recipe), {DEVICE}")
     cora = load_planetoid("cora", data_home=data_home)
-    y = np.full(cora.target.shape, -1)
-    y[cora.train_idx] = cora.target[cora.train_idx]
-    clf = DIFFormerClassifier(n_layers=8, device="cuda", random_state=0)
-    _timed("fit", lambda: clf.fit(cora.data, y, adjacency=cora.adjacency))
-    acc = np.mean(clf.transduction_[cora.test_idx] == cora.target[cora.test_idx])
+    g = Graph(normalize(cora.data, norm="l1"), cora.adjacency)
+    ids = np.concatenate([cora.train_idx, cora.val_idx])
+    clf = DIFFormerClassifier(**CORA_RECIPE, device=DEVICE, random_state=0)
+    _timed("fit", lambda: clf.fit(ids[:, None], cora.target[ids], graph=g,
+                                  validation_mask=np.isin(ids, cora.val_idx)))
+    acc = clf.score(cora.test_idx[:, None], cora.target[cora.test_idx])
     print(f"  test accuracy {acc:.3f}")
-    assert acc > 0.78, acc
-    p1 = clf.predict_proba(cora.data, adjacency=cora.adjacency)
-    p2 = _roundtrip(clf).predict_proba(cora.data, adjacency=cora.adjacency)
+    assert acc > 0.80, acc
+    p1 = clf.predict_proba(g.node_ids())
+    p2 = _roundtrip(clf).predict_proba(g.node_ids())
     np.testing.assert_allclose(p1, p2, atol=1e-5)
 
     print("DIFFormer simple kernel, 100K rows, one training step")
     rng = np.random.default_rng(0)
     X = rng.normal(size=(100_000, 128)).astype(np.float32)
     yy = rng.integers(0, 5, 100_000)
-    big = DIFFormerClassifier(n_layers=2, max_epochs=1, early_stopping=False, device="cuda",
+    big = DIFFormerClassifier(n_layers=2, max_epochs=1, early_stopping=False, device=DEVICE,
                               random_state=0)
-    torch.cuda.reset_peak_memory_stats()
+    _reset_peak()
     _timed("fit (1 epoch)", lambda: big.fit(X, yy))
-    print(f"  peak CUDA memory {torch.cuda.max_memory_allocated() / 2**30:.2f} GiB")
+    _print_peak()
     _timed("inductive predict 100K", lambda: big.predict(X))
 
 
@@ -69,15 +92,17 @@ def flowformer():
     from skdiff import FlowformerRegressor
     from skdiff.datasets import make_windows
 
-    print("FlowformerRegressor on a sine mixture, CUDA")
+    print(f"FlowformerRegressor on a sine mixture, {DEVICE}")
     t = np.arange(4000)
     s = np.sin(2 * np.pi * t / 24) + 0.5 * np.sin(2 * np.pi * t / 168)
     X, y = make_windows(s, window=96, horizon=24)
-    reg = FlowformerRegressor(max_epochs=10, device="cuda", random_state=0)
+    reg = FlowformerRegressor(max_epochs=10, device=DEVICE, random_state=0)
     _timed("fit", lambda: reg.fit(X[:3000], y[:3000]))
     r2 = reg.score(X[3000:], y[3000:])
     print(f"  R^2 {r2:.3f}")
-    assert r2 > 0.8, r2
+    # a smoke floor (training happened), not an accuracy target: 10 epochs of the Gaussian
+    # head give R^2 0.81 in the CPU dry run (the MSE-trained head 0.97, docs/benchmarks.md)
+    assert r2 > 0.7, r2
     np.testing.assert_allclose(reg.predict(X[:50]), _roundtrip(reg).predict(X[:50]), atol=1e-5)
 
     from skdiff.nn import flow_attention
@@ -86,7 +111,7 @@ def flowformer():
     g = torch.Generator().manual_seed(0)
     q, k, v = (torch.randn(2, 4, 1000, 32, generator=g, dtype=torch.float64) for _ in range(3))
     for causal in (False, True):
-        qc, kc, vc = (t.cuda().requires_grad_() for t in (q, k, v))
+        qc, kc, vc = (t.to(DEVICE, copy=True).requires_grad_() for t in (q, k, v))
         out = flow_attention(qc, kc, vc, causal=causal)
         out.square().sum().backward()
         qr, kr, vr = (t.clone().requires_grad_() for t in (q, k, v))
@@ -95,26 +120,26 @@ def flowformer():
         torch.testing.assert_close(out.cpu(), ref)
         for a, b in ((qc, qr), (kc, kr), (vc, vr)):
             torch.testing.assert_close(a.grad.cpu(), b.grad)
-    print("  flow_attention fwd+bwd on CUDA equals CPU (float64, normal and causal)")
+    print(f"  flow_attention fwd+bwd on {DEVICE} equals CPU (float64, normal and causal)")
 
     for causal in (False, True):
-        q, k, v = (torch.randn(8, 8, 16384, 32, device="cuda", requires_grad=True)
+        q, k, v = (torch.randn(8, 8, 16384, 32, device=DEVICE, requires_grad=True)
                    for _ in range(3))
-        torch.cuda.reset_peak_memory_stats()
+        _reset_peak()
         _timed(f"flow_attention L=16384 causal={causal} fwd+bwd",
                lambda q=q, k=k, v=v, c=causal: flow_attention(q, k, v, causal=c).sum().backward())
-        print(f"  peak CUDA memory {torch.cuda.max_memory_allocated() / 2**30:.2f} GiB")
+        _print_peak()
 
 
 def ndp():
     from skdiff import NDPRegressor
 
-    print("NDPRegressor, 10 context points, 50 targets, 64 samples, CUDA")
+    print(f"NDPRegressor, 10 context points, 50 targets, 64 samples, {DEVICE}")
     rng = np.random.default_rng(0)
     X = rng.uniform(-2, 2, size=(10, 1))
     y = np.sin(2 * X[:, 0])
     Xq = np.linspace(-2, 2, 50)[:, None]
-    reg = NDPRegressor(device="cuda", random_state=0).fit(X, y)
+    reg = NDPRegressor(device=DEVICE, random_state=0).fit(X, y)
     mean, std = _timed("predict(return_std=True)", lambda: reg.predict(Xq, return_std=True))
     err = np.abs(mean - np.sin(2 * Xq[:, 0])).mean()
     print(f"  mean abs error {err:.3f}, mean std {std.mean():.3f}")
@@ -126,15 +151,21 @@ def main():
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--data-home", default=str(Path(__file__).resolve().parents[2] /
                                                    "shared" / "data"))
+    parser.add_argument("--device", choices=["cuda", "cpu"], default="cuda",
+                        help="cpu: a dry run of the same checks on the CPU")
     args = parser.parse_args()
-    if not torch.cuda.is_available():
-        print("CUDA is not available: nothing to smoke-test here (run this on a GPU machine).")
+    global DEVICE
+    DEVICE = args.device
+    if _cuda() and not torch.cuda.is_available():
+        print("CUDA is not available: nothing to smoke-test here (run this on a GPU machine, "
+              "or pass --device cpu for a dry run).")
         return 0
-    print(f"device: {torch.cuda.get_device_name()} | torch {torch.__version__}")
+    name = torch.cuda.get_device_name() if _cuda() else "CPU (dry run)"
+    print(f"device: {name} | torch {torch.__version__}")
     difformer(args.data_home)
     flowformer()
     ndp()
-    print("GPU smoke test passed.")
+    print(f"GPU smoke test passed ({DEVICE}).")
     return 0
 
 
