@@ -50,12 +50,21 @@ _MODEL_CONSTRAINTS = {
 
 
 class _GaussianNLL(nn.Module):
-    """Gaussian negative log-likelihood of ``y`` under (mean, softplus(raw) variance) halves."""
+    """Loss of the Gaussian head on its (mean, softplus(raw) variance) halves.
+
+    The mean is trained by squared error and the variance by the Gaussian negative
+    log-likelihood around the *detached* mean (the network also feeds the variance half
+    detached encoder features). Plain NLL lets the variance's gradient reach the mean and the
+    encoder, and the loss falls by widening the variance instead of fitting the mean
+    (Seitzer et al., ICLR 2022): on a noise-free sine mixture, 10 epochs, test R^2 0.81 with
+    plain NLL, 0.97-0.98 with this split (docs/flowformer.md).
+    """
 
     def forward(self, y_pred, y_true):
         k = y_true.shape[-1]
         mean, var = y_pred[..., :k], _variance(y_pred[..., k:])
-        return 0.5 * (torch.log(var) + (y_true - mean) ** 2 / var).mean()
+        sq = (y_true - mean) ** 2
+        return 0.5 * (sq.mean() + (torch.log(var) + sq.detach() / var).mean())
 
 
 def _variance(raw):
@@ -169,7 +178,12 @@ class _FlowformerBase(NeuralEstimatorBase):
                 ff_dim=self.ff_dim, dropout=self.dropout, causal=self.causal, clamp=self.clamp,
                 pooling=self.pooling, attention=self.attention, adjacency=self.adjacency_,
                 instance_norm=self.instance_norm, skip=self.skip,
+                n_detached_outputs=self._n_variance_outputs(n_outputs),
             )
+
+    def _n_variance_outputs(self, n_outputs):
+        """Head outputs that are variances (fed detached features); 0 without a Gaussian head."""
+        return 0
 
     def _split(self, n, y_cls=None):
         """Train/validation rows for early stopping (None when disabled or too few rows)."""
@@ -348,8 +362,10 @@ class FlowformerRegressor(RegressorMixin, _FlowformerBase):
         than ``"level"`` with all 7 channels in (the lag regression overfits them).
     uncertainty : {"gaussian", "mc_dropout"}, default="gaussian"
         What :meth:`sample_posterior` and ``predict(return_std=True)`` represent.
-        ``"gaussian"``: the head predicts a mean and a variance per output, trained by
-        Gaussian negative log-likelihood (heteroscedastic aleatoric uncertainty); samples are
+        ``"gaussian"``: the head predicts a mean and a variance per output, the mean
+        trained by squared error and the variance by Gaussian negative log-likelihood
+        around it, on detached encoder features (heteroscedastic aleatoric uncertainty that
+        does not slow the fit of the mean); samples are
         draws from those Gaussians, with the standard deviation of each output rescaled so
         that 90 % intervals cover 90 % of the early-stopping validation rows (when there
         are at least 20; ``std_scale_``). ``"mc_dropout"``: trained by mean squared error; samples
@@ -452,6 +468,9 @@ class FlowformerRegressor(RegressorMixin, _FlowformerBase):
         tags = super().__sklearn_tags__()
         tags.target_tags.multi_output = True
         return tags
+
+    def _n_variance_outputs(self, n_outputs):
+        return n_outputs // 2 if self.uncertainty == "gaussian" else 0
 
     def _targets(self, y, reset):
         y = np.asarray(y, dtype=np.float64)

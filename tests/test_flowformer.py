@@ -241,3 +241,28 @@ def test_classifier_learns_and_samples():
     np.testing.assert_allclose(s.sum(1), 1.0)
     with pytest.raises(ValueError, match="one label per sequence"):
         FlowformerClassifier(**FAST).fit(X, np.zeros((240, 2)))
+
+
+def test_gaussian_head_variance_loss_does_not_train_the_encoder_or_the_mean():
+    from skdiff._flowformer import _GaussianNLL
+    from skdiff.nn import Flowformer
+
+    torch.manual_seed(0)
+    k = 3
+    net = Flowformer(2, 2 * k, 16, hidden_dim=8, n_heads=2, n_layers=1, dropout=0.0,
+                     n_detached_outputs=k)
+    torch.nn.init.normal_(net.head.weight, std=0.1)
+    x, y = torch.randn(5, 16, 2), torch.randn(5, k)
+    out = net(x)
+    # the variance half alone: gradients reach its head rows, nothing upstream
+    out[:, k:].sum().backward()
+    assert net.head.weight.grad[k:].abs().sum() > 0
+    assert net.head.weight.grad[:k].abs().sum() == 0
+    assert all(p.grad is None or p.grad.abs().sum() == 0 for p in net.layers.parameters())
+    # the loss's gradient on the mean half is the squared error's, whatever the variance
+    mean = torch.randn(5, k, requires_grad=True)
+    raw = torch.randn(5, k, requires_grad=True)
+    _GaussianNLL()(torch.cat([mean, raw], 1), y).backward()
+    torch.testing.assert_close(mean.grad, (mean - y).detach() / mean.numel())
+    with pytest.raises(ValueError, match="n_detached_outputs"):
+        Flowformer(2, 4, 16, n_detached_outputs=5)

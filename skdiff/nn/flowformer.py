@@ -172,8 +172,14 @@ class Flowformer(nn.Module):
     def __init__(self, n_channels, n_outputs, max_len, *, hidden_dim=64, n_heads=4, n_layers=2,
                  ff_dim=None, dropout=0.1, causal=False, clamp=1.0, pooling="mean",
                  attention="flow", adjacency=None, instance_norm=False, skip="level",
-                 chunk_size=64):
+                 chunk_size=64, n_detached_outputs=0):
         super().__init__()
+        if not 0 <= n_detached_outputs <= n_outputs:
+            raise ValueError(f"n_detached_outputs must be in [0, {n_outputs}]; got "
+                             f"{n_detached_outputs}.")
+        # the last n_detached_outputs head outputs (a variance half) read the pooled features
+        # through detach(): their loss trains the head, not the encoder
+        self.n_detached_outputs = n_detached_outputs
         if pooling not in POOLINGS:
             raise ValueError(f"pooling must be one of {POOLINGS}; got {pooling!r}.")
         if attention not in ("flow", "softmax"):
@@ -271,7 +277,14 @@ class Flowformer(nn.Module):
             z = h[..., -1, :]
         else:
             z = h.flatten(-2)  # official UEA head: (b, L * d)
-        out = self.head(self.head_dropout(F.gelu(z.reshape(b, -1))))  # official: act, dropout
+        z = self.head_dropout(F.gelu(z.reshape(b, -1)))  # official: act, dropout, Linear
+        if self.n_detached_outputs:
+            k = self.head.out_features - self.n_detached_outputs
+            w, bias = self.head.weight, self.head.bias
+            out = torch.cat([F.linear(z, w[:k], bias[:k]),
+                             F.linear(z.detach(), w[k:], bias[k:])], dim=-1)
+        else:
+            out = self.head(z)
         if stats is not None:
             # RevIN de-normalisation of the encoder's correction: it was computed from the
             # window divided by its std, so it is multiplied back by the std (for several
