@@ -9,7 +9,6 @@ Flow-Attention long-sequence runs are what a GPU is for; their CPU figures are i
 docs/benchmarks.md. ``--device cpu`` runs the same checks on the CPU (a few minutes): a dry
 run that catches a broken script before GPU time is spent on it (the CUDA-vs-CPU comparison
 then compares the CPU with itself).
-docs/benchmarks.md.
 """
 
 import argparse

@@ -8,7 +8,7 @@ the learned dependency structure (top-k attention graph).
 
 The model uses the recommended Cora recipe, the official one (8 layers, ``lr=1e-3``,
 ``weight_decay=0.01``, 500 epochs, the best-validation-accuracy epoch kept): ~0.83 test
-accuracy on this split in ~2 min on one CPU core (85.6 on the paper's own 20-per-class split,
+accuracy on this split in ~2 min on one CPU core (85.5 on the paper's own 20-per-class split,
 see ``docs/benchmarks_difformer.md``). ``--fast`` uses the estimator's defaults instead (4
 layers, early stopping after 50 epochs: ~0.82 in ~20 s).
 
