@@ -3,9 +3,11 @@
 Standard protocol (Informer/Autoformer code): 12/4/4-month train/val/test split, every
 channel standardised with the training rows' mean and std, lookback 96, test windows whose
 targets lie in the test months (their inputs may reach back into the validation months).
-Settings: "S" = the target OT alone; "MS" = all 7 channels in, OT out. Metrics are MSE and
-MAE on the standardised scale, averaged over horizon steps and windows; for Flowformer also
-the coverage of the central 90 % predictive interval on the test windows.
+Settings: "S" = the target OT alone; "MS" = all 7 channels in, OT out; "M" = all 7 channels
+in, all 7 out (the multivariate benchmark of the Informer/Autoformer tables; y is the
+(horizon, 7) block flattened to horizon * 7 outputs, the metrics average over all of them).
+Metrics are MSE and MAE on the standardised scale, averaged over horizon steps and windows;
+for Flowformer also the coverage of the central 90 % predictive interval on the test windows.
 
 Neural models and ridge see every ``--train-stride``-th training window (default 1: all of
 them); validation and test use every window. Neural models run once per ``--seeds`` entry;
@@ -29,14 +31,27 @@ from skdiff.datasets import load_ett, make_windows
 LOOKBACK = 96
 
 
-def windows(S, start, stop, horizon, multivariate, target):
+def windows(S, start, stop, horizon, setting, target):
     """Windows whose targets start in [start, stop - horizon]; inputs may precede start."""
     part = S[max(start - LOOKBACK, 0):stop]
-    if multivariate:
+    if setting == "M":  # y (n, horizon, C) flattened: column t * C + c
+        X, y = make_windows(part, LOOKBACK, horizon)
+        y = y.reshape(len(y), -1)
+    elif setting == "MS":
         X, y = make_windows(part, LOOKBACK, horizon, target=target)
     else:
         X, y = make_windows(part[:, target], LOOKBACK, horizon)
     return X.astype(np.float32), y
+
+
+def channel_independent(X, y, horizon):
+    """M-setting windows (n, L, C) / (n, horizon * C) as n * C univariate ones (n * C, L) /
+    (n * C, horizon): one model shared by all channels (PatchTST's channel independence).
+    The rows are a permutation of the M targets, so MSE, MAE and coverage are unchanged."""
+    n, L, C = X.shape
+    Xc = X.transpose(0, 2, 1).reshape(n * C, L)
+    yc = y.reshape(n, horizon, C).transpose(0, 2, 1).reshape(n * C, horizon)
+    return Xc, yc
 
 
 def scores(y, pred):
@@ -57,23 +72,26 @@ def flowformer(args, attention, uncertainty, Xtr, ytr, Xva, yva, Xte, yte, seed)
     t0 = time.perf_counter()
     reg.fit(X, y)  # early stopping on the last rows = the standard validation months
     fit_s = time.perf_counter() - t0
-    out = scores(yte, reg.predict(Xte))
+    pred = reg.predict(Xte)
     samples = reg.sample_posterior(Xte, n_samples=100, random_state=0)
     lo, hi = np.quantile(samples, [0.05, 0.95], axis=-1)
-    out.update(coverage90=float(np.mean((yte >= lo) & (yte <= hi))), fit_s=round(fit_s, 1),
-               epochs=len(reg.history_))
-    return out
+    return pred, {"val_mse": scores(yva, reg.predict(Xva))["mse"],  # what recipes are chosen on
+                  "coverage90": float(np.mean((yte >= lo) & (yte <= hi))),
+                  "fit_s": round(fit_s, 1), "epochs": len(reg.history_)}
 
 
 def main():
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("--data-home", default=None)
     p.add_argument("--horizons", type=int, nargs="+", default=[24, 96])
-    p.add_argument("--settings", nargs="+", default=["S", "MS"])
+    p.add_argument("--settings", nargs="+", default=["S", "MS", "M"],
+                   choices=["S", "MS", "M"])
     p.add_argument("--models", nargs="+",
                    default=["last", "ridge", "flow", "softmax"],
                    help="also: ridge_all (ridge on every training window whatever the "
-                        "stride), flow_mc (Flowformer with MC dropout, univariate only)")
+                        "stride), flow_mc (Flowformer with MC dropout, univariate only); "
+                        "in the M setting a suffix _ci (ridge_ci, flow_ci, softmax_ci) fits "
+                        "one univariate model shared by all channels")
     p.add_argument("--hidden-dim", type=int, default=32)
     p.add_argument("--n-heads", type=int, default=4)
     p.add_argument("--n-layers", type=int, default=2)
@@ -102,40 +120,62 @@ def main():
     results = []
     for h in args.horizons:
         for setting in args.settings:
-            mv = setting == "MS"
-            Xall, yall = windows(S, tr[0], tr[-1] + 1, h, mv, target)
+            mv = setting != "S"
+            Xall, yall = windows(S, tr[0], tr[-1] + 1, h, setting, target)
             Xtr, ytr = Xall[::args.train_stride], yall[::args.train_stride]
-            Xva, yva = windows(S, va[0], va[-1] + 1, h, mv, target)
-            Xte, yte = windows(S, te[0], te[-1] + 1, h, mv, target)
-            for model, seed in [(m, s) for m in args.models for s in args.seeds]:
-                if model == "flow_mc" and mv:
-                    continue  # the uncertainty comparison runs on the univariate setting
+            Xva, yva = windows(S, va[0], va[-1] + 1, h, setting, target)
+            Xte, yte = windows(S, te[0], te[-1] + 1, h, setting, target)
+            data = (Xtr, ytr, Xva, yva, Xte, yte)
+            for name, seed in [(m, s) for m in args.models for s in args.seeds]:
+                model = name.removesuffix("_ci")
+                if (model == "flow_mc" and mv) or (model != name and setting != "M"):
+                    continue  # MC dropout: univariate only; channel independence: M only
                 if model in ("last", "ridge", "ridge_all") and seed != args.seeds[0]:
                     continue  # deterministic
+                Xtr, ytr, Xva, yva, Xte, yte = data
+                Xa, ya = Xall, yall
+                if model != name:
+                    Xa, ya = channel_independent(Xa, ya, h)
+                    Xtr, ytr = channel_independent(Xtr, ytr, h)
+                    Xva, yva = channel_independent(Xva, yva, h)
+                    Xte, yte = channel_independent(Xte, yte, h)
                 t0 = time.perf_counter()
+                extra = {}
                 if model == "last":
-                    last = Xte[:, -1, target] if mv else Xte[:, -1]
-                    res = scores(yte, np.repeat(last[:, None], h, axis=1))
+                    if setting == "M":  # every channel's last value, repeated per step
+                        pred = np.tile(Xte[:, -1, :], h)
+                    else:
+                        last = Xte[:, -1, target] if mv else Xte[:, -1]
+                        pred = np.repeat(last[:, None], h, axis=1)
                 elif model in ("ridge", "ridge_all"):  # ridge_all: every training window
-                    Xr, yr = (Xall, yall) if model == "ridge_all" else (Xtr, ytr)
+                    Xr, yr = (Xa, ya) if model == "ridge_all" else (Xtr, ytr)
                     flat = [a.reshape(len(a), -1) for a in (Xr, Xva, Xte)]
                     best = min(
                         (scores(yva, Ridge(alpha=a).fit(flat[0], yr).predict(flat[1]))["mse"], a)
-                        for a in (0.1, 1.0, 10.0, 100.0, 1000.0)
+                        for a in (0.1, 1.0, 10.0, 100.0, 1e3, 1e4, 1e5)
                     )
-                    ridge = Ridge(alpha=best[1]).fit(flat[0], yr)
-                    res = {**scores(yte, ridge.predict(flat[2])), "alpha": best[1]}
+                    pred = Ridge(alpha=best[1]).fit(flat[0], yr).predict(flat[2])
+                    extra = {"alpha": best[1], "val_mse": best[0]}
                 else:
                     attention = "softmax" if model == "softmax" else "flow"
                     unc = "mc_dropout" if model == "flow_mc" else "gaussian"
-                    res = flowformer(args, attention, unc, Xtr, ytr, Xva, yva, Xte, yte, seed)
-                res = {"setting": setting, "horizon": h, "model": model, "seed": seed, **res,
+                    pred, extra = flowformer(args, attention, unc, Xtr, ytr, Xva, yva, Xte, yte,
+                                             seed)
+                res = scores(yte, pred)
+                if setting == "M":  # the OT channel alone, to set beside S and MS
+                    C = S.shape[1]
+                    ot = (slice(target, None, C), slice(None)) if model != name \
+                        else (slice(None), slice(target, None, C))
+                    res["ot_mse"] = scores(yte[ot], pred[ot])["mse"]
+                res = {"setting": setting, "horizon": h, "model": name, "seed": seed, **res,
+                       **extra,
                        "seconds": round(time.perf_counter() - t0, 1)}
                 results.append(res)
                 print(json.dumps(res), flush=True)
-    print(f"\n| setting | horizon | model | test MSE | test MAE | 90% coverage | fit s | "
-          f"seeds |   (mean +- std over {args.seeds} for the neural models)")
-    print("|---|---|---|---|---|---|---|---|")
+    print(f"\n| setting | horizon | model | test MSE | test MAE | validation MSE | 90% coverage "
+          f"| OT test MSE | fit s | seeds |   (mean +- std over {args.seeds} for the neural "
+          f"models; OT test MSE: the target channel alone, M setting)")
+    print("|---|---|---|---|---|---|---|---|---|---|")
     groups = {}
     for r in results:
         groups.setdefault((r["setting"], r["horizon"], r["model"]), []).append(r)
@@ -148,7 +188,8 @@ def main():
 
     for (setting, h, model), rows in groups.items():
         print(f"| {setting} | {h} | {model} | {stat(rows, 'mse', '.4f')} | "
-              f"{stat(rows, 'mae', '.4f')} | {stat(rows, 'coverage90', '.3f')} | "
+              f"{stat(rows, 'mae', '.4f')} | {stat(rows, 'val_mse', '.4f')} | "
+              f"{stat(rows, 'coverage90', '.3f')} | {stat(rows, 'ot_mse', '.4f')} | "
               f"{stat(rows, 'fit_s', '.0f')} | {len(rows)} |")
 
 
