@@ -125,20 +125,17 @@ def main():
             Xtr, ytr = Xall[::args.train_stride], yall[::args.train_stride]
             Xva, yva = windows(S, va[0], va[-1] + 1, h, setting, target)
             Xte, yte = windows(S, te[0], te[-1] + 1, h, setting, target)
-            data = (Xtr, ytr, Xva, yva, Xte, yte)
+            pairs = [(Xall, yall), (Xtr, ytr), (Xva, yva), (Xte, yte)]
+            layouts = {False: sum(pairs, ())}
+            if setting == "M":  # the channel-independent layout, built once per horizon
+                layouts[True] = sum((channel_independent(X, y, h) for X, y in pairs), ())
             for name, seed in [(m, s) for m in args.models for s in args.seeds]:
                 model = name.removesuffix("_ci")
                 if (model == "flow_mc" and mv) or (model != name and setting != "M"):
                     continue  # MC dropout: univariate only; channel independence: M only
                 if model in ("last", "ridge", "ridge_all") and seed != args.seeds[0]:
                     continue  # deterministic
-                Xtr, ytr, Xva, yva, Xte, yte = data
-                Xa, ya = Xall, yall
-                if model != name:
-                    Xa, ya = channel_independent(Xa, ya, h)
-                    Xtr, ytr = channel_independent(Xtr, ytr, h)
-                    Xva, yva = channel_independent(Xva, yva, h)
-                    Xte, yte = channel_independent(Xte, yte, h)
+                Xa, ya, Xtr, ytr, Xva, yva, Xte, yte = layouts[model != name]
                 t0 = time.perf_counter()
                 extra = {}
                 if model == "last":
