@@ -18,12 +18,15 @@ code's ``NormalizeFeatures``. LabelSpreading uses the Cora adjacency as its kern
 chosen on the validation nodes.
 
 Run: ``python benchmarks/cora.py [--seeds 5] [--data-home ../shared/data] [--models s,a]
-[--splits public,official,numpy]`` (``--models s0`` = the estimator's defaults).
+[--splits public,official,numpy] [--set max_epochs=1000 ...] [--device cuda]``
+(``--models s0`` = the estimator's defaults; ``--set`` overrides recipe parameters of every
+model, values read as Python literals).
 """
 
 from __future__ import annotations
 
 import argparse
+import ast
 import time
 from pathlib import Path
 
@@ -84,13 +87,13 @@ def official_split(y, n_per_class=20, seed=123, n_val=500, n_test=1000):
             rest[n_val:n_val + n_test].numpy())
 
 
-def difformer_runs(g, y, split, params, seeds):
+def difformer_runs(g, y, split, params, seeds, device="cpu"):
     train, val, test = split
     ids = np.concatenate([train, val])
     accs, secs = [], []
     for seed in seeds:
         t = time.perf_counter()
-        clf = DIFFormerClassifier(**params, random_state=seed, device="cpu")
+        clf = DIFFormerClassifier(**params, random_state=seed, device=device)
         clf.fit(ids[:, None], y[ids], graph=g, validation_mask=np.isin(ids, val))
         accs.append(clf.score(test[:, None], y[test]))
         secs.append(time.perf_counter() - t)
@@ -126,7 +129,16 @@ def main():
     parser.add_argument("--models", default="s,a")
     parser.add_argument("--splits", default="public,official",
                         help="comma-separated: public, official, numpy")
+    parser.add_argument("--set", nargs="*", default=[], metavar="KEY=VALUE",
+                        help="override a recipe parameter of every model, e.g. max_epochs=1000")
+    parser.add_argument("--device", default="cpu", help="cpu, cuda, auto")
     args = parser.parse_args()
+    overrides = {}
+    for item in args.set:
+        key, sep, value = item.partition("=")
+        if not sep:
+            parser.error(f"--set expects KEY=VALUE, got {item!r}")
+        overrides[key] = ast.literal_eval(value)
 
     cora = load_planetoid("cora", data_home=args.data_home)
     y = cora.target
@@ -140,11 +152,14 @@ def main():
         splits["20/class numpy 123"] = random_split_per_class(y, 20, n_val=500, n_test=1000,
                                                               random_state=123)
     seeds = list(range(args.seeds))
+    if overrides:
+        print(f"recipe overrides: {overrides}")
     print(f"{'split':<20} {'model':<22} {'test acc (%)':>16} {'paper':>6} {'s/run':>6}")
     for split_name, split in splits.items():
         for key in args.models.split(","):
             name, params = MODELS[key]
-            accs, secs = difformer_runs(g, y, split, params, seeds)
+            accs, secs = difformer_runs(g, y, split, {**params, **overrides}, seeds,
+                                        args.device)
             print(f"{split_name:<20} {name:<22} {100 * accs.mean():>9.1f} ± "
                   f"{100 * accs.std():>4.1f} {PAPER[name]:>6} {secs:>6.0f}   "
                   f"runs: {np.round(100 * accs, 1).tolist()}",
