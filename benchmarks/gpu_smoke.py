@@ -1,6 +1,7 @@
 """GPU smoke test: fit and predict every estimator on CUDA, compare with CPU, time it.
 
-    python benchmarks/gpu_smoke.py [--data-home ../shared/data] [--device cpu]
+    python benchmarks/gpu_smoke.py [--data-home ../shared/data] [--device cpu] [--save FILE]
+    python benchmarks/gpu_smoke.py --check-pickle FILE    # on a CPU-only machine
 
 Exits 0 with a message when CUDA is absent (CI has no GPU). With CUDA it checks, for each
 estimator, that a CUDA fit trains (score above a floor), that the fitted model pickles and
@@ -8,7 +9,9 @@ predicts the same after loading, and prints wall times. The large-N DIFFormer st
 Flow-Attention long-sequence runs are what a GPU is for; their CPU figures are in
 docs/benchmarks.md. ``--device cpu`` runs the same checks on the CPU (a few minutes): a dry
 run that catches a broken script before GPU time is spent on it (the CUDA-vs-CPU comparison
-then compares the CPU with itself).
+then compares the CPU with itself). ``--save FILE`` pickles the three fitted estimators with
+their predictions; ``--check-pickle FILE`` loads that file on another machine (one without
+CUDA, say) and checks that each estimator loads there and predicts the same.
 """
 
 import argparse
@@ -74,6 +77,7 @@ def difformer(data_home):
     p1 = clf.predict_proba(g.node_ids())
     p2 = _roundtrip(clf).predict_proba(g.node_ids())
     np.testing.assert_allclose(p1, p2, atol=1e-5)
+    saved = (clf, "predict_proba", g.node_ids(), p1)
 
     print("DIFFormer simple kernel, 100K rows, one training step")
     rng = np.random.default_rng(0)
@@ -85,6 +89,7 @@ def difformer(data_home):
     _timed("fit (1 epoch)", lambda: big.fit(X, yy))
     _print_peak()
     _timed("inductive predict 100K", lambda: big.predict(X))
+    return saved
 
 
 def flowformer():
@@ -101,7 +106,9 @@ def flowformer():
     print(f"  R^2 {r2:.3f}")
     # a smoke floor (training happened), not an accuracy target: R^2 0.970 in the CPU dry run
     assert r2 > 0.9, r2
-    np.testing.assert_allclose(reg.predict(X[:50]), _roundtrip(reg).predict(X[:50]), atol=1e-5)
+    pred = reg.predict(X[:50])
+    np.testing.assert_allclose(pred, _roundtrip(reg).predict(X[:50]), atol=1e-5)
+    saved = (reg, "predict", X[:50], pred)
 
     from skdiff.nn import flow_attention
 
@@ -127,6 +134,7 @@ def flowformer():
         _timed(f"flow_attention L=16384 causal={causal} fwd+bwd",
                lambda q=q, k=k, v=v, c=causal: flow_attention(q, k, v, causal=c).sum().backward())
         _print_peak()
+    return saved
 
 
 def ndp():
@@ -143,6 +151,31 @@ def ndp():
     print(f"  mean abs error {err:.3f}, mean std {std.mean():.3f}")
     assert err < 0.5, err
     np.testing.assert_allclose(mean, _roundtrip(reg).predict(Xq), atol=1e-4)
+    return (reg, "predict", Xq, mean)
+
+
+def check_pickle(path):
+    """Load estimators pickled by ``--save`` (on CUDA, say) here and compare predictions.
+
+    DIFFormer and Flowformer predict deterministically: same numbers up to float32 rounding
+    across devices. NDP's prediction averages reverse-diffusion samples whose noise comes from
+    the device's generator, so on another device it is a different Monte Carlo draw: compared
+    with a tolerance of Monte Carlo size.
+    """
+    with open(path, "rb") as f:
+        saved = pickle.load(f)
+    print(f"loaded {path} on {'CUDA' if torch.cuda.is_available() else 'a machine without CUDA'}")
+    for name, (est, method, X, expected) in saved.items():
+        if name == "ndp":  # two independent means of n_samples draws: allow 5 standard errors
+            got, std = est.predict(X, return_std=True)
+            atol = 5 * std / np.sqrt(est.n_samples) + 1e-3
+        else:
+            got, atol = getattr(est, method)(X), 1e-4
+        diff = float(np.max(np.abs(got - expected)))
+        print(f"  {name}: device_ {est.device_!r}, max |difference| {diff:.2e}")
+        assert np.all(np.abs(got - expected) <= atol), (name, diff)
+    print("pickles load and predict the same here.")
+    return 0
 
 
 def main():
@@ -151,7 +184,11 @@ def main():
                                                    "shared" / "data"))
     parser.add_argument("--device", choices=["cuda", "cpu"], default="cuda",
                         help="cpu: a dry run of the same checks on the CPU")
+    parser.add_argument("--save", help="pickle the fitted estimators and predictions here")
+    parser.add_argument("--check-pickle", help="load a --save file here and compare")
     args = parser.parse_args()
+    if args.check_pickle:
+        return check_pickle(args.check_pickle)
     global DEVICE
     DEVICE = args.device
     if _cuda() and not torch.cuda.is_available():
@@ -160,9 +197,11 @@ def main():
         return 0
     name = torch.cuda.get_device_name() if _cuda() else "CPU (dry run)"
     print(f"device: {name} | torch {torch.__version__}")
-    difformer(args.data_home)
-    flowformer()
-    ndp()
+    saved = {"difformer": difformer(args.data_home), "flowformer": flowformer(), "ndp": ndp()}
+    if args.save:
+        with open(args.save, "wb") as f:
+            pickle.dump(saved, f)
+        print(f"fitted estimators and predictions pickled to {args.save}")
     print(f"GPU smoke test passed ({DEVICE}).")
     return 0
 

@@ -155,6 +155,31 @@ class _HistoryTo(Callback):
         self.owner.history_ = net.history
 
 
+class _Net(NeuralNet):
+    """skorch's ``NeuralNet`` that pickles its network once, inside its device-mapped state.
+
+    The net is built around a module instance, so the ``module`` parameter is ``module_``
+    itself; skorch stores ``module_`` in the state it loads with CUDA tensors mapped to the
+    CPU on a machine without CUDA, but would pickle ``module`` plainly (and twice the size),
+    which no machine without CUDA can load. The parameter is restored from ``module_``.
+    """
+
+    def __getstate__(self):
+        state = super().__getstate__()
+        if "module_" in self.__dict__ and state.get("module") is self.module_:
+            state["module"] = _SAME_AS_MODULE_
+        return state
+
+    def __setstate__(self, state):
+        same = state.get("module") == _SAME_AS_MODULE_
+        super().__setstate__(state)
+        if same:
+            self.module = self.module_
+
+
+_SAME_AS_MODULE_ = "skdiff: the module_ instance"
+
+
 def _oom_message(exc, estimator):
     names = [n for n in ("batch_size", "predict_batch_size", "hidden_dim") if n in
              estimator.get_params()]
@@ -233,7 +258,7 @@ class NeuralEstimatorBase(BaseEstimator):
         if collate_fn is not None:
             kwargs["iterator_train__collate_fn"] = collate_fn
             kwargs["iterator_valid__collate_fn"] = collate_fn
-        return NeuralNet(
+        return _Net(
             module=module,
             criterion=criterion,
             optimizer=optimizer,
@@ -295,6 +320,14 @@ class NeuralEstimatorBase(BaseEstimator):
         self.module_ = self.net_.module_
         self.history_ = self.net_.history
         self.module_.eval()
+        # The fitted net keeps no tensors outside its module: the validation set and early
+        # stopping's copy of the best weights (both on the fit's device, and both rebuilt by
+        # the next training call) would travel in every pickle, and a pickled CUDA tensor
+        # does not load on a machine without CUDA.
+        self.net_.set_params(train_split=None)
+        for _, cb in self.net_.callbacks_:
+            if isinstance(cb, EarlyStopping):
+                cb.best_model_weights_ = None
         return self
 
     # -- inference helpers -----------------------------------------------------------------
@@ -327,15 +360,26 @@ class NeuralEstimatorBase(BaseEstimator):
         return torch.as_tensor(np.asarray(array), dtype=dtype, device=self.device_)
 
     # -- persistence -----------------------------------------------------------------------
+    def __getstate__(self):
+        # a copy: BaseEstimator's state is the live __dict__ (Python >= 3.11), which the
+        # subclasses' __getstate__ edit
+        state = dict(super().__getstate__())
+        if "net_" in state:
+            # module_ is net_.module_: pickled once, by skorch, whose loader maps CUDA
+            # tensors to the CPU on a machine without CUDA (a plain pickle of the module
+            # would not load there).
+            state.pop("module_", None)
+        return state
+
     def __setstate__(self, state):
         # skorch maps CUDA tensors to the CPU when loaded on a machine without CUDA; keep
         # device_ in step so inference runs where the weights are.
         super().__setstate__(state)
         net = self.__dict__.get("net_")
-        if net is not None and "device_" in self.__dict__:
-            self.device_ = str(net.device)
-            if self.device_ == "cpu" and "module_" in self.__dict__:
-                self.module_ = net.module_
+        if net is not None and hasattr(net, "module_"):
+            self.module_ = net.module_
+            if "device_" in self.__dict__:
+                self.device_ = str(net.device)
 
     def __sklearn_tags__(self):
         tags = super().__sklearn_tags__()

@@ -146,7 +146,9 @@ def test_max_context_subsamples_with_warning(data):
 
 def test_pickle_clone_pipeline_gridsearch(fitted, data):
     X, y, Xt, yt = data
+    module = fitted.module_
     loaded = pickle.loads(pickle.dumps(fitted))
+    assert fitted.module_ is module  # pickling copies the weights to the CPU, not the model
     np.testing.assert_array_equal(loaded.predict(Xt), fitted.predict(Xt))
     pipe = make_pipeline(StandardScaler(), NDPRegressor(random_state=0, **FAST))
     assert pipe.fit(X, y).predict(Xt).shape == (20,)
