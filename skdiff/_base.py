@@ -167,17 +167,13 @@ class _Net(NeuralNet):
     def __getstate__(self):
         state = super().__getstate__()
         if "module_" in self.__dict__ and state.get("module") is self.module_:
-            state["module"] = _SAME_AS_MODULE_
+            del state["module"]
         return state
 
     def __setstate__(self, state):
-        same = state.get("module") == _SAME_AS_MODULE_
         super().__setstate__(state)
-        if same:
+        if "module" not in self.__dict__:
             self.module = self.module_
-
-
-_SAME_AS_MODULE_ = "skdiff: the module_ instance"
 
 
 def _oom_message(exc, estimator):
