@@ -46,6 +46,8 @@ _MODEL_CONSTRAINTS = {
     "attention": [StrOptions({"flow", "softmax"})],
     "instance_norm": ["boolean"],
     "skip": [StrOptions({"level", "window"})],
+    "patch_len": [Interval(numbers.Integral, 1, None, closed="left"), None],
+    "patch_stride": [Interval(numbers.Integral, 1, None, closed="left"), None],
 }
 
 
@@ -78,8 +80,8 @@ class _FlowformerBase(NeuralEstimatorBase):
 
     def __init__(self, *, hidden_dim=64, n_heads=4, n_layers=2, ff_dim=None, dropout=0.1,
                  causal=False, clamp=1.0, pooling="mean", attention="flow", instance_norm=True,
-                 skip="level", max_epochs=100, lr=1e-3, weight_decay=0.0, batch_size=64,
-                 early_stopping=True,
+                 skip="level", patch_len=None, patch_stride=None, max_epochs=100, lr=1e-3,
+                 weight_decay=0.0, batch_size=64, early_stopping=True,
                  validation_fraction=0.1, n_iter_no_change=10, warm_start=False, device="auto",
                  random_state=None, verbose=0, callbacks=None):
         self.hidden_dim = hidden_dim
@@ -93,6 +95,8 @@ class _FlowformerBase(NeuralEstimatorBase):
         self.attention = attention
         self.instance_norm = instance_norm
         self.skip = skip
+        self.patch_len = patch_len
+        self.patch_stride = patch_stride
         self.max_epochs = max_epochs
         self.lr = lr
         self.weight_decay = weight_decay
@@ -171,13 +175,30 @@ class _FlowformerBase(NeuralEstimatorBase):
                 f"({self.n_heads}); e.g. hidden_dim="
                 f"{self.n_heads * max(1, self.hidden_dim // self.n_heads)}."
             )
+        if self.patch_len is None and self.patch_stride is not None:
+            raise ValueError(
+                f"'patch_stride' ({self.patch_stride}) is the step between patches and needs "
+                f"'patch_len'; got patch_len=None. Set patch_len, or leave patch_stride=None."
+            )
+        if self.patch_len is not None and self.patch_len > self.sequence_length_:
+            raise ValueError(
+                f"'patch_len' ({self.patch_len}) is longer than the sequences of X "
+                f"({self.sequence_length_} steps); use patch_len <= {self.sequence_length_}."
+            )
+        if self.patch_stride is not None and self.patch_stride > self.patch_len:
+            raise ValueError(
+                f"'patch_stride' ({self.patch_stride}) is larger than 'patch_len' "
+                f"({self.patch_len}): the steps between patches would be left out; use "
+                f"patch_stride <= patch_len."
+            )
         with self._rng():
             return Flowformer(
                 self.n_channels_in_, n_outputs, self.sequence_length_,
                 hidden_dim=self.hidden_dim, n_heads=self.n_heads, n_layers=self.n_layers,
                 ff_dim=self.ff_dim, dropout=self.dropout, causal=self.causal, clamp=self.clamp,
                 pooling=self.pooling, attention=self.attention, adjacency=self.adjacency_,
-                instance_norm=self.instance_norm, skip=self.skip,
+                instance_norm=self.instance_norm, skip=self.skip, patch_len=self.patch_len,
+                patch_stride=self.patch_stride,
                 n_detached_outputs=self._n_variance_outputs(n_outputs),
             )
 
@@ -360,6 +381,17 @@ class FlowformerRegressor(RegressorMixin, _FlowformerBase):
         validated ridge solution, so the encoder learns the residual of a linear forecast.
         ``"window"`` fixes the sequence length; it was best for univariate ETTh1 and worse
         than ``"level"`` with all 7 channels in (the lag regression overfits them).
+    patch_len : int or None, default=None
+        ``None``: one token per time step (the official model). An integer p: one token per
+        patch of p consecutive steps (all channels of those steps, or one channel's with an
+        ``adjacency``), as in PatchTST (Nie et al., ICLR 2023); attention then runs over
+        about L / ``patch_stride`` tokens, which is cheaper and gives each token a local
+        shape instead of one value. Needs p <= L.
+    patch_stride : int or None, default=None
+        Step between patch starts, ``1 <= patch_stride <= patch_len`` (``None``: equal to
+        ``patch_len``, non-overlapping; PatchTST used patch_len=16, patch_stride=8). The end
+        of the window is padded with copies of its last value when the patches do not tile
+        it exactly.
     uncertainty : {"gaussian", "mc_dropout"}, default="gaussian"
         What :meth:`sample_posterior` and ``predict(return_std=True)`` represent.
         ``"gaussian"``: the head predicts a mean and a variance per output, the mean
@@ -449,14 +481,16 @@ class FlowformerRegressor(RegressorMixin, _FlowformerBase):
 
     def __init__(self, *, hidden_dim=64, n_heads=4, n_layers=2, ff_dim=None, dropout=0.1,
                  causal=False, clamp=1.0, pooling="mean", attention="flow", instance_norm=True,
-                 skip="level", uncertainty="gaussian", max_epochs=100, lr=1e-3, weight_decay=0.0,
-                 batch_size=64, early_stopping=True, validation_fraction=0.1,
+                 skip="level", patch_len=None, patch_stride=None, uncertainty="gaussian",
+                 max_epochs=100, lr=1e-3, weight_decay=0.0, batch_size=64, early_stopping=True,
+                 validation_fraction=0.1,
                  n_iter_no_change=10, warm_start=False, device="auto", random_state=None,
                  verbose=0, callbacks=None):
         super().__init__(
             hidden_dim=hidden_dim, n_heads=n_heads, n_layers=n_layers, ff_dim=ff_dim,
             dropout=dropout, causal=causal, clamp=clamp, pooling=pooling, attention=attention,
-            instance_norm=instance_norm, skip=skip, max_epochs=max_epochs, lr=lr,
+            instance_norm=instance_norm, skip=skip, patch_len=patch_len,
+            patch_stride=patch_stride, max_epochs=max_epochs, lr=lr,
             weight_decay=weight_decay, batch_size=batch_size, early_stopping=early_stopping,
             validation_fraction=validation_fraction, n_iter_no_change=n_iter_no_change,
             warm_start=warm_start, device=device, random_state=random_state, verbose=verbose,
@@ -591,8 +625,9 @@ class FlowformerClassifier(ClassifierMixin, _FlowformerBase):
     Parameters
     ----------
     hidden_dim, n_heads, n_layers, ff_dim, dropout, causal, clamp, pooling, attention, \
-instance_norm, max_epochs, lr, weight_decay, batch_size, early_stopping, validation_fraction, \
-n_iter_no_change, warm_start, device, random_state, verbose, callbacks
+instance_norm, skip, patch_len, patch_stride, max_epochs, lr, weight_decay, batch_size, \
+early_stopping, validation_fraction, n_iter_no_change, warm_start, device, random_state, \
+verbose, callbacks
         As in :class:`FlowformerRegressor` (defaults identical).
 
     Attributes

@@ -46,6 +46,24 @@ def test_learns_a_position_dependent_target(waves):
     assert reg.fit(X[:220], y[:220]).score(X[220:], y[220:]) > 0.8
 
 
+def test_patch_tokens_learn_and_compose(waves):
+    # PatchTST-style tokens of 6 steps every 3 (7 tokens instead of 24) still find the two
+    # positions the target reads; the network is sized for the patches; pickling and
+    # channel-graph mode work with them
+    X, y = waves
+    reg = FlowformerRegressor(hidden_dim=16, n_heads=2, n_layers=1, max_epochs=30, lr=5e-3,
+                              batch_size=32, instance_norm=False, random_state=0, device="cpu",
+                              patch_len=6, patch_stride=3, pooling="flatten")
+    assert reg.fit(X[:220], y[:220]).score(X[220:], y[220:]) > 0.9
+    assert reg.module_.max_tokens == 7 and reg.module_.embed.in_features == 6
+    again = pickle.loads(pickle.dumps(reg))
+    np.testing.assert_array_equal(reg.predict(X[220:]), again.predict(X[220:]))
+    X3 = np.stack([X, -X], axis=-1)[:100]
+    graph = FlowformerRegressor(**FAST, patch_len=5, skip="window").fit(X3, y[:100],
+                                                                        adjacency=np.ones((2, 2)))
+    assert graph.module_.max_tokens == 5 and graph.predict(X3[:4]).shape == (4,)
+
+
 def test_window_skip_starts_at_the_ridge_solution():
     # y is a linear function of the window: the window skip's ridge start fits it (the
     # encoder head starts at zero and lr is tiny), the level skip cannot
@@ -171,6 +189,17 @@ def test_input_errors():
         FlowformerRegressor(**FAST, skip="window", instance_norm=False).fit(X, y)
     with pytest.raises(ValueError, match="'n_samples' must be a positive integer; got 0"):
         FlowformerRegressor(**FAST).fit(X, y).sample_posterior(X, n_samples=0)
+    with pytest.raises(ValueError, match=r"'patch_len' \(25\) is longer than the sequences of "
+                                         r"X \(24 steps\); use patch_len <= 24"):
+        FlowformerRegressor(**FAST, patch_len=25).fit(X, y)
+    with pytest.raises(ValueError, match=r"'patch_stride' \(4\) is the step between patches "
+                                         r"and needs 'patch_len'; got patch_len=None"):
+        FlowformerRegressor(**FAST, patch_stride=4).fit(X, y)
+    with pytest.raises(ValueError, match=r"'patch_stride' \(5\) is larger than 'patch_len' "
+                                         r"\(4\): the steps between patches would be left out"):
+        FlowformerRegressor(**FAST, patch_len=4, patch_stride=5).fit(X, y)
+    with pytest.raises(ValueError, match="'patch_len' parameter of FlowformerRegressor must be"):
+        FlowformerRegressor(**FAST, patch_len=0).fit(X, y)
     flat = FlowformerRegressor(**FAST, pooling="flatten").fit(X, y)
     with pytest.raises(ValueError, match="X has 20 features, but FlowformerRegressor is "
                                          "expecting 24 features"):

@@ -15,6 +15,13 @@ Without a channel graph every time step is one token (as in the official code):
 followed by a head on the pooled tokens (``"mean"``, ``"last"`` or the official ``"flatten"``,
 which fixes L).
 
+With ``patch_len`` = p and ``patch_stride`` = s a token is a patch of p consecutive time
+steps instead of one step (PatchTST, Nie et al., ICLR 2023): the window is cut into
+:math:`N = \lceil (L - p) / s \rceil + 1` patches starting at 0, s, 2s, ..., the end padded
+with copies of the last value when (L - p) is not a multiple of s, and every patch (p C
+values, or p values per channel in the channel-graph mode) is embedded by one linear map.
+Attention then runs over N ~ L / s tokens.
+
 With a channel graph :math:`\hat A` (C x C, normalised) every (time step, channel) pair is a
 token :math:`h_{t,c} \in \mathbb{R}^d` (``x_{t,c}`` embedded, plus a position and a channel
 embedding). Each layer runs Flow-Attention along time for every channel (shared weights),
@@ -163,6 +170,11 @@ class Flowformer(nn.Module):
         encoder a nonlinear correction to it. An skdiff addition.
     chunk_size : int, default=64
         Chunk length of the causal Flow-Attention kernel.
+    patch_len : int or None, default=None
+        Time steps per token (``None``: one token per step). See the module docstring.
+    patch_stride : int or None, default=None
+        Step between patch starts, 1 <= ``patch_stride`` <= ``patch_len`` (``None``:
+        ``patch_len``, non-overlapping patches; PatchTST used 16 and 8).
 
     Shapes
     ------
@@ -172,8 +184,17 @@ class Flowformer(nn.Module):
     def __init__(self, n_channels, n_outputs, max_len, *, hidden_dim=64, n_heads=4, n_layers=2,
                  ff_dim=None, dropout=0.1, causal=False, clamp=1.0, pooling="mean",
                  attention="flow", adjacency=None, instance_norm=False, skip="level",
-                 chunk_size=64, n_detached_outputs=0):
+                 chunk_size=64, patch_len=None, patch_stride=None, n_detached_outputs=0):
         super().__init__()
+        if patch_len is None and patch_stride is not None:
+            raise ValueError(f"patch_stride={patch_stride} needs patch_len; got patch_len=None.")
+        stride = patch_len if patch_stride is None else patch_stride
+        if patch_len is not None and not (patch_len >= 1 and 1 <= stride <= patch_len):
+            raise ValueError(f"need patch_len >= 1 and 1 <= patch_stride <= patch_len; got "
+                             f"patch_len={patch_len}, patch_stride={patch_stride}.")
+        if patch_len is not None and patch_len > max_len:
+            raise ValueError(f"patch_len={patch_len} is longer than max_len={max_len}.")
+        self.patch_len, self.patch_stride = patch_len, stride
         if not 0 <= n_detached_outputs <= n_outputs:
             raise ValueError(f"n_detached_outputs must be in [0, {n_outputs}]; got "
                              f"{n_detached_outputs}.")
@@ -198,17 +219,20 @@ class Flowformer(nn.Module):
                     f"({n_channels}, {n_channels}) for {n_channels} channels."
                 )
             self.register_buffer("adjacency", adjacency)
-            self.embed = nn.Linear(1, hidden_dim)  # one token per (time step, channel)
+            # one token per (time step or patch, channel)
+            self.embed = nn.Linear(patch_len or 1, hidden_dim)
             self.channel_embedding = nn.Parameter(torch.empty(n_channels, hidden_dim))
             nn.init.uniform_(self.channel_embedding, -0.02, 0.02)
         else:
             self.adjacency = None
-            self.embed = nn.Linear(n_channels, hidden_dim)  # one token per time step
+            # one token per time step or patch
+            self.embed = nn.Linear(n_channels * (patch_len or 1), hidden_dim)
         # Learnable positions. Departure: initialised with the sinusoidal table (the official
         # "fixed" encoding) instead of uniform(-0.02, 0.02); next to inputs scaled by sqrt(d)
         # the tiny uniform start carries almost no order information and tasks that depend
         # on the order (e.g. a frequency) learnt nothing in hundreds of steps (measured).
-        self.position = nn.Parameter(_sinusoidal(max_len, hidden_dim))
+        self.max_tokens = self.n_tokens(max_len)
+        self.position = nn.Parameter(_sinusoidal(self.max_tokens, hidden_dim))
         self.input_dropout = nn.Dropout(dropout)
         attention_cls = FlowAttention if attention == "flow" else SoftmaxAttention
         attn_kwargs = {"causal": causal}
@@ -219,7 +243,7 @@ class Flowformer(nn.Module):
                           attn_kwargs, graph)
             for _ in range(n_layers)
         ])
-        pooled = hidden_dim * (max_len if pooling == "flatten" else 1)
+        pooled = hidden_dim * (self.max_tokens if pooling == "flatten" else 1)
         pooled *= n_channels if graph else 1
         self.head_dropout = nn.Dropout(dropout)
         self.head = nn.Linear(pooled, n_outputs)
@@ -234,6 +258,20 @@ class Flowformer(nn.Module):
             # initialise by least squares) and the encoder adds a learnt correction
             nn.init.zeros_(self.head.weight)
             nn.init.zeros_(self.head.bias)
+
+    def n_tokens(self, length):
+        """Tokens for a sequence of ``length`` steps: ``length`` or the number of patches."""
+        if self.patch_len is None:
+            return length
+        return -(-(length - self.patch_len) // self.patch_stride) + 1
+
+    def patches(self, x):
+        """The patches of x (b, L, C) as (b, N, C, patch_len), end padded with the last value."""
+        p, s = self.patch_len, self.patch_stride
+        pad = -(x.shape[1] - p) % s
+        if pad:
+            x = torch.cat([x, x[:, -1:].expand(-1, pad, -1)], dim=1)
+        return x.unfold(1, p, s)
 
     @staticmethod
     def window_stats(x):
@@ -257,17 +295,24 @@ class Flowformer(nn.Module):
         if L > self.max_len or (fixed and L != self.max_len):
             need = "exactly" if fixed else "at most"
             raise ValueError(f"sequence length {L}: this network takes {need} {self.max_len}.")
+        if self.patch_len is not None and L < self.patch_len:
+            raise ValueError(f"sequence length {L} is shorter than patch_len={self.patch_len}.")
         stats = None
         if self.instance_norm:
             mu, sd = self.window_stats(x)  # (b, 1, C) each
             stats = self.skip_features(x, (mu, sd))
             x = (x - mu) / sd
         scale = math.sqrt(self.hidden_dim)  # official: project_inp(x) * sqrt(d_model)
-        if self.adjacency is not None:
-            h = self.embed(x.transpose(1, 2)[..., None]) * scale  # (b, C, L, d)
-            h = h + self.position[:L] + self.channel_embedding[:, None, :]
+        N = self.n_tokens(L)
+        if self.patch_len is None:
+            tok = x[..., None]  # (b, L, C, 1): a token per step
         else:
-            h = self.embed(x) * scale + self.position[:L]  # (b, L, d)
+            tok = self.patches(x)  # (b, N, C, p)
+        if self.adjacency is not None:
+            h = self.embed(tok.transpose(1, 2)) * scale  # (b, C, N, d)
+            h = h + self.position[:N] + self.channel_embedding[:, None, :]
+        else:
+            h = self.embed(tok.flatten(2)) * scale + self.position[:N]  # (b, N, d)
         h = self.input_dropout(h)
         for layer in self.layers:
             h = layer(h, self.adjacency)

@@ -129,3 +129,85 @@ def test_causal_encoder_tokens_ignore_the_future():
             h = layer(h)
         tok = net.head(F.gelu(h[:, 8]))
     torch.testing.assert_close(tok, full, rtol=1e-5, atol=1e-6)
+
+
+def _patch_reference(x, p, s):
+    """Patches of x (b, L, C) by slicing: starts 0, s, 2s, ... until the window's end is
+    covered, the missing steps of the last patch filled with the last value."""
+    L, out, start = x.shape[1], [], 0
+    while True:
+        idx = [min(t, L - 1) for t in range(start, start + p)]
+        out.append(x[:, idx].transpose(1, 2))  # (b, C, p)
+        if start + p >= L:
+            return torch.stack(out, 1)  # (b, N, C, p)
+        start += s
+
+
+@pytest.mark.parametrize("L,p,s", [(12, 4, 4), (12, 4, 3), (13, 4, 2), (96, 16, 8), (5, 5, 1),
+                                   (7, 3, 3)])
+def test_patches_match_a_slicing_reference(L, p, s):
+    net = Flowformer(2, 1, L, hidden_dim=8, n_heads=2, patch_len=p, patch_stride=s)
+    x = torch.randn(3, L, 2)
+    ref = _patch_reference(x, p, s)
+    assert net.n_tokens(L) == net.max_tokens == ref.shape[1]
+    assert torch.equal(net.patches(x), ref)
+
+
+@pytest.mark.parametrize("graph", [False, True])
+def test_patches_of_one_step_are_step_tokens(graph):
+    # patch_len=1 has the same parameters as one token per step and must compute the same
+    torch.manual_seed(0)
+    adj = torch.eye(3) if graph else None
+    kw = dict(hidden_dim=8, n_heads=2, adjacency=adj, instance_norm=True, pooling="flatten")
+    steps = Flowformer(3, 4, 10, **kw).eval()
+    torch.nn.init.normal_(steps.head.weight)
+    ones = Flowformer(3, 4, 10, patch_len=1, **kw).eval()
+    ones.load_state_dict(steps.state_dict())
+    x = torch.randn(5, 10, 3)
+    with torch.no_grad():
+        torch.testing.assert_close(ones(x), steps(x), rtol=0, atol=0)
+
+
+@pytest.mark.parametrize("pooling", ["mean", "last", "flatten"])
+@pytest.mark.parametrize("graph", [False, True])
+def test_patch_shapes(pooling, graph):
+    torch.manual_seed(0)
+    adj = torch.eye(3) if graph else None
+    net = Flowformer(3, 5, 12, hidden_dim=8, n_heads=2, pooling=pooling, adjacency=adj,
+                     patch_len=4, patch_stride=3, instance_norm=True, causal=True)
+    assert net.max_tokens == 4 and net.embed.in_features == (4 if graph else 12)
+    assert net(torch.randn(4, 12, 3)).shape == (4, 5)
+    if pooling != "flatten":
+        assert net(torch.randn(4, 7, 3)).shape == (4, 5)  # 2 patches
+        with pytest.raises(ValueError, match="sequence length 3 is shorter than patch_len=4"):
+            net(torch.randn(4, 3, 3))
+
+
+def test_patch_errors():
+    with pytest.raises(ValueError, match="patch_stride=2 needs patch_len; got patch_len=None"):
+        Flowformer(1, 1, 8, patch_stride=2)
+    with pytest.raises(ValueError, match="1 <= patch_stride <= patch_len; got patch_len=2, "
+                                         "patch_stride=3"):
+        Flowformer(1, 1, 8, patch_len=2, patch_stride=3)
+    with pytest.raises(ValueError, match="patch_len=9 is longer than max_len=8"):
+        Flowformer(1, 1, 8, patch_len=9)
+
+
+def test_causal_patch_tokens_ignore_later_patches():
+    # token j sees patches 0..j only: steps after the end of patch j do not reach it
+    torch.manual_seed(0)
+    p, s = 4, 2
+    net = Flowformer(1, 1, 16, hidden_dim=8, n_heads=2, causal=True, pooling="last",
+                     dropout=0.0, patch_len=p, patch_stride=s).eval()
+    x = torch.randn(2, 16, 1)
+    j = 3  # patch 3 covers steps 6..9
+    end = j * s + p
+    with torch.no_grad():
+        short = net(x[:, :end])  # its last token is token j
+        x2 = x.clone()
+        x2[:, end:] = 100.0
+        h = net.embed(net.patches(x2).flatten(2)) * 8 ** 0.5 + net.position[:net.max_tokens]
+        for layer in net.layers:
+            h = layer(h)
+        tok = net.head(F.gelu(h[:, j]))
+    torch.testing.assert_close(tok, short, rtol=1e-5, atol=1e-6)
