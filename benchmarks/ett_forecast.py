@@ -65,7 +65,8 @@ def flowformer(args, attention, uncertainty, Xtr, ytr, Xva, yva, Xte, yte, seed)
         hidden_dim=args.hidden_dim, n_heads=args.n_heads, n_layers=args.n_layers,
         dropout=args.dropout, attention=attention, uncertainty=uncertainty,
         instance_norm=args.instance_norm == "on", skip=args.skip, patch_len=args.patch_len,
-        patch_stride=args.patch_stride, pooling=args.pooling, max_epochs=args.max_epochs,
+        patch_stride=args.patch_stride, pooling=args.pooling, n_init=args.n_init,
+        max_epochs=args.max_epochs,
         lr=args.lr, weight_decay=args.weight_decay, batch_size=args.batch_size,
         validation_fraction=len(Xva) / len(X), n_iter_no_change=args.patience,
         random_state=seed, device="cpu",
@@ -107,6 +108,8 @@ def main():
     p.add_argument("--patch-stride", type=int, default=None,
                    help="step between patches (default: --patch-len)")
     p.add_argument("--pooling", choices=["mean", "last", "flatten"], default="mean")
+    p.add_argument("--n-init", type=int, default=1,
+                   help="networks per fit from different seeds; the best on validation is kept")
     p.add_argument("--max-epochs", type=int, default=6)
     p.add_argument("--train-stride", type=int, default=1,
                    help="use every k-th training window (CPU budget); val/test use all")

@@ -64,6 +64,31 @@ def test_patch_tokens_learn_and_compose(waves):
     assert graph.module_.max_tokens == 5 and graph.predict(X3[:4]).shape == (4,)
 
 
+def test_n_init_keeps_the_initialisation_with_the_lowest_validation_loss():
+    X, y = _waves(200)
+    kw = dict(**{**FAST, "max_epochs": 4}, validation_fraction=0.2)
+    one = FlowformerRegressor(**kw).fit(X, y)
+    best = FlowformerRegressor(**kw, n_init=3).fit(X, y)
+    # the first initialisation is the plain fit; the others differ
+    assert best.init_scores_.shape == (3,) and len(np.unique(best.init_scores_)) == 3
+    assert best.init_scores_[0] == pytest.approx(min(one.history_[:, "valid_loss"]), rel=1e-6)
+    # the kept network is the argmin, with its own history and seed
+    assert min(best.history_[:, "valid_loss"]) == pytest.approx(best.init_scores_.min(),
+                                                                rel=1e-6)
+    k = int(np.argmin(best.init_scores_))
+    assert (best.seed_ == one.seed_) == (k == 0)
+    if k == 0:
+        np.testing.assert_array_equal(best.predict(X[:5]), one.predict(X[:5]))
+    # without validation rows: the last epoch's training loss; the classifier too
+    no_val = FlowformerRegressor(**FAST, early_stopping=False, n_init=2).fit(X, y)
+    assert no_val.history_[-1, "train_loss"] == pytest.approx(no_val.init_scores_.min())
+    Xb, labels = _bumps(80)
+    clf = FlowformerClassifier(**FAST, n_init=2).fit(Xb, labels)
+    assert clf.init_scores_.shape == (2,) and clf.predict(Xb[:3]).shape == (3,)
+    with pytest.raises(ValueError, match="'n_init' parameter of FlowformerRegressor must be"):
+        FlowformerRegressor(**FAST, n_init=0).fit(X, y)
+
+
 def test_window_skip_starts_at_the_ridge_solution():
     # y is a linear function of the window: the window skip's ridge start fits it (the
     # encoder head starts at zero and lr is tiny), the level skip cannot
