@@ -181,6 +181,8 @@ class Flowformer(nn.Module):
     x : (b, L, C) with L <= max_len; output : (b, n_outputs).
     """
 
+    patch_len = patch_stride = None  # class defaults: networks pickled before patches existed
+
     def __init__(self, n_channels, n_outputs, max_len, *, hidden_dim=64, n_heads=4, n_layers=2,
                  ff_dim=None, dropout=0.1, causal=False, clamp=1.0, pooling="mean",
                  attention="flow", adjacency=None, instance_norm=False, skip="level",
