@@ -92,8 +92,8 @@ def main():
                    default=["last", "ridge", "flow", "softmax"],
                    help="also: ridge_all (ridge on every training window whatever the "
                         "stride), flow_mc (Flowformer with MC dropout, univariate only); "
-                        "in the M setting a suffix _ci (ridge_ci, flow_ci, softmax_ci) fits "
-                        "one univariate model shared by all channels")
+                        "in the M setting a suffix _ci (last_ci, ridge_ci, flow_ci, "
+                        "softmax_ci) fits one univariate model shared by all channels")
     p.add_argument("--hidden-dim", type=int, default=32)
     p.add_argument("--n-heads", type=int, default=4)
     p.add_argument("--n-layers", type=int, default=2)
@@ -148,7 +148,9 @@ def main():
                 t0 = time.perf_counter()
                 extra = {}
                 if model == "last":
-                    if setting == "M":  # every channel's last value, repeated per step
+                    if model != name:  # channel-independent rows: (n * C, L) windows
+                        pred = np.repeat(Xte[:, -1:], h, axis=1)
+                    elif setting == "M":  # every channel's last value, repeated per step
                         pred = np.tile(Xte[:, -1, :], h)
                     else:
                         last = Xte[:, -1, target] if mv else Xte[:, -1]
