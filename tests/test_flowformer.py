@@ -85,6 +85,11 @@ def test_n_init_keeps_the_initialisation_with_the_lowest_validation_loss():
     Xb, labels = _bumps(80)
     clf = FlowformerClassifier(**FAST, n_init=2).fit(Xb, labels)
     assert clf.init_scores_.shape == (2,) and clf.predict(Xb[:3]).shape == (3,)
+    # a warm start continues the kept network only
+    warm = FlowformerRegressor(**FAST, n_init=2, warm_start=True).fit(X, y)
+    kept = warm.module_
+    warm.fit(X, y)
+    assert warm.module_ is kept and len(warm.history_) == 2 * FAST["max_epochs"]
     with pytest.raises(ValueError, match="'n_init' parameter of FlowformerRegressor must be"):
         FlowformerRegressor(**FAST, n_init=0).fit(X, y)
 
