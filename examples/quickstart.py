@@ -69,7 +69,10 @@ def forecasting():
     n_train = int(0.8 * len(X))
     Xtr, ytr, Xte, yte = X[:n_train], y[:n_train], X[n_train:], y[n_train:]
     tt = time.perf_counter()
-    reg = FlowformerRegressor(max_epochs=15, random_state=0).fit(Xtr, ytr)
+    # the univariate recipe (docs/flowformer.md): a fixed ridge skip on the window, tokens of
+    # 4 steps every 2; the defaults (level skip, a token per step) score 0.0124 here, 21 s
+    reg = FlowformerRegressor(skip="window", patch_len=4, patch_stride=2, max_epochs=15,
+                              random_state=0).fit(Xtr, ytr)
     mse = np.mean((reg.predict(Xte) - yte) ** 2)
     ridge = np.mean((Ridge(1.0).fit(Xtr, ytr).predict(Xte) - yte) ** 2)
     last = np.mean((Xte[:, -1:] - yte) ** 2)
