@@ -257,12 +257,12 @@ class _FlowformerBase(NeuralEstimatorBase):
         base = self.seed_
         extra = np.random.RandomState(base % 2**32).randint(0, np.iinfo(np.int32).max,
                                                             self.n_init - 1)
-        scores, best = [], None
+        scores, best, skip_start = [], None, None
         for seed in [base, *extra.tolist()]:
             self.seed_ = seed
             module = self._build(n_outputs)
-            if module.skip is not None and y_cls is None:
-                self._init_skip(module, Xs, y_t.numpy(), tr, va)
+            if module.skip is not None and y_cls is None:  # the same ridge for every seed
+                skip_start = self._init_skip(module, Xs, y_t.numpy(), tr, va, skip_start)
             self._train(module, train, valid_dataset=valid, criterion=criterion,
                         epochs=epochs)
             losses = self.history_[:, "valid_loss" if valid is not None else "train_loss"]
@@ -275,8 +275,8 @@ class _FlowformerBase(NeuralEstimatorBase):
     def _after_fit(self, Xs, ys, va):
         """Hook run after training with the scaled data and the validation rows (or None)."""
 
-    def _init_skip(self, module, Xs, ys, tr, va):
-        """Start the instance-norm linear skip at its ridge solution.
+    def _init_skip(self, module, Xs, ys, tr, va, start=None):
+        """Start the instance-norm linear skip at its ridge solution; return it.
 
         The skip maps each window's per-channel [mean, std, last value] (and with
         ``skip="window"`` every input value) to the outputs; trained from a random start by
@@ -286,8 +286,24 @@ class _FlowformerBase(NeuralEstimatorBase):
         The ridge penalty is ``1e-3 n`` or, with
         validation rows ``va``, the one of ``n * {1e-4, ..., 1}`` with the lowest validation
         MSE (the window features of many channels need a strong penalty). For the Gaussian
-        head the variance half starts at the ridge residual variance.
+        head the variance half starts at the ridge residual variance. ``start``: the
+        (weight, bias) this returned for another initialisation of the same network, which
+        is copied instead of solved again.
         """
+        weight, bias = self._skip_solution(module, Xs, ys, tr, va) if start is None else start
+        with torch.no_grad():
+            module.skip.weight.copy_(torch.as_tensor(weight))
+            module.skip.bias.copy_(torch.as_tensor(bias))
+        if self.skip == "window":
+            # the window skip stays at the validated ridge solution: trained by Adam it
+            # drifted from it and the ETTh1 test MSE got worse (OT, horizon 24: 0.0284 trained
+            # vs 0.0273 fixed; docs/benchmarks_flowformer.md); the encoder fits the residual
+            module.skip.requires_grad_(False)
+        return weight, bias
+
+    @staticmethod
+    def _skip_solution(module, Xs, ys, tr, va):
+        """The ridge (weight, bias) of ``module.skip`` described in :meth:`_init_skip`."""
         with torch.no_grad():  # same features as forward
             F_all = module.skip_features(torch.as_tensor(Xs)).double().numpy()
         F, ytr = F_all[tr], ys[tr]
@@ -313,14 +329,7 @@ class _FlowformerBase(NeuralEstimatorBase):
         weight[:k], bias[:k] = W.T, b
         if module.skip.weight.shape[0] == 2 * k:  # Gaussian head: inverse softplus of variance
             bias[k:] = np.log(np.expm1(resid))
-        with torch.no_grad():
-            module.skip.weight.copy_(torch.as_tensor(weight))
-            module.skip.bias.copy_(torch.as_tensor(bias))
-        if self.skip == "window":
-            # the window skip stays at the validated ridge solution: trained by Adam it
-            # drifted from it and the ETTh1 test MSE got worse (OT, horizon 24: 0.0284 trained
-            # vs 0.0273 fixed; docs/benchmarks_flowformer.md); the encoder fits the residual
-            module.skip.requires_grad_(False)
+        return weight, bias
 
     def _forward(self, X, *, mc_dropout=False, seed=None):
         """Raw network outputs for validated, scaled X, in batches; numpy (n, n_out)."""

@@ -77,8 +77,7 @@ def test_n_init_keeps_the_initialisation_with_the_lowest_validation_loss():
                                                                 rel=1e-6)
     k = int(np.argmin(best.init_scores_))
     assert (best.seed_ == one.seed_) == (k == 0)
-    if k == 0:
-        np.testing.assert_array_equal(best.predict(X[:5]), one.predict(X[:5]))
+    assert np.array_equal(best.predict(X[:5]), one.predict(X[:5])) == (k == 0)
     # without validation rows: the last epoch's training loss; the classifier too
     no_val = FlowformerRegressor(**FAST, early_stopping=False, n_init=2).fit(X, y)
     assert no_val.history_[-1, "train_loss"] == pytest.approx(no_val.init_scores_.min())
