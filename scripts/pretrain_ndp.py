@@ -1,12 +1,18 @@
-"""Pretrain an NDP prior and write its weights + manifest to skdiff/weights.
+"""Pretrain an NDP prior, resumably, and export its weights + manifest.
 
-Usage (the commands behind the shipped weights are recorded in docs/ndp_pretraining.md and in
-each manifest)::
+A run lives in a folder (``--run-dir``): ``checkpoint.pt`` holds everything a bit-for-bit
+resume needs (weights, EMA, optimiser, learning-rate position, data-stream counter, history)
+and is rewritten atomically every ``--checkpoint-every`` seconds; ``weights/`` holds the EMA
+weights and manifest exported at every checkpoint (``"complete": false`` until the last
+step). Kill the process at any time and continue with the same command plus ``--resume``::
 
-    python scripts/pretrain_ndp.py --prior gp --n-dims 1 --steps 8000 --seed 0
+    python scripts/pretrain_ndp.py --prior se --n-dims 1 --steps 20000 --run-dir runs/se_d1
+    python scripts/pretrain_ndp.py --prior se --n-dims 1 --steps 20000 --run-dir runs/se_d1 \\
+        --resume
 
-The EMA weights are written after every epoch (``"complete": false`` in the manifest until the
-last one), so an interrupted run still leaves a usable, clearly labelled checkpoint.
+``--install`` copies the exported weights into ``skdiff/weights`` when the run completes.
+One network can serve several input dimensions (``--n-dims 2 3`` trains on batches of both
+and exports one file per D): the noise model is invariant to the number of dimensions.
 """
 
 from __future__ import annotations
@@ -14,41 +20,45 @@ from __future__ import annotations
 import argparse
 import json
 import shlex
+import shutil
 import sys
 import time
 from pathlib import Path
 
 import numpy as np
 import torch
-from skorch.callbacks import Callback
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from skdiff.diffusion.priors import get_prior_config, save_prior  # noqa: E402
+from skdiff.diffusion.priors import get_prior_config, save_prior, weights_dir  # noqa: E402
 from skdiff.diffusion.training import train_prior  # noqa: E402
 
 
-class SaveEveryEpoch(Callback):
-    """Write the current EMA weights and the loss curve after every epoch (one file per
-    configuration: a network trained on several D is written once per D)."""
+def _relative(path):
+    """A path as the manifest records it: relative to the repository when inside it."""
+    path = Path(path).resolve()
+    try:
+        return str(path.relative_to(ROOT))
+    except ValueError:
+        return path.name
 
-    def __init__(self, name, configs, directory, record, total_epochs):
-        self.name, self.configs, self.directory = name, configs, directory
-        self.record, self.total_epochs = record, total_epochs
-        self.t0 = time.time()
 
-    def on_epoch_end(self, net, **kwargs):
-        ema = dict(net.callbacks_)["ema"]
-        epoch = len(net.history)
-        curve = [round(float(v), 5) for v in net.history[:, "train_loss"]]
-        for config in self.configs:
-            save_prior(
-                self.name, config, ema.state_dict(), directory=self.directory,
-                steps=ema.n_updates_, epochs=epoch, complete=epoch == self.total_epochs,
-                final_loss=curve[-1], curve_per_epoch=curve,
-                train_seconds=round(time.time() - self.t0, 1), **self.record,
-            )
+def _init_module(config, init_from, record):
+    """The network to start from (``--init-from`` weights written by this script)."""
+    if not init_from:
+        return None
+    init = Path(init_from)
+    state = torch.load(init, map_location="cpu", weights_only=True)
+    module = config.network()
+    module.load_state_dict({k: v.float() for k, v in state.items()})
+    record["init_from"] = _relative(init)
+    manifest = init.with_suffix(".json")
+    if manifest.exists():
+        m = json.loads(manifest.read_text())
+        record["init_from_sha256"] = m.get("sha256")
+        record["init_from_steps"] = m.get("total_steps", m.get("steps"))
+    return module
 
 
 def main(argv=None):
@@ -57,10 +67,17 @@ def main(argv=None):
     p.add_argument("--n-dims", type=int, nargs="+", default=[1],
                    help="one D, or several: one network trained on batches of each D")
     p.add_argument("--steps", type=int, default=8000)
-    p.add_argument("--steps-per-epoch", type=int, default=250)
+    p.add_argument("--steps-per-epoch", type=int, default=100)
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--threads", type=int, default=1)
-    p.add_argument("--out", default=str(ROOT / "skdiff" / "weights"))
+    p.add_argument("--device", default="cpu")
+    p.add_argument("--run-dir", required=True, help="folder of the run's checkpoint and exports")
+    p.add_argument("--resume", action="store_true", help="continue the run in --run-dir")
+    p.add_argument("--checkpoint-every", type=float, default=300.0, help="seconds")
+    p.add_argument("--milestone-every", type=int, default=5000,
+                   help="also keep the exports of every this many steps in weights/step_<N>")
+    p.add_argument("--install", action="store_true",
+                   help="copy the final weights into skdiff/weights when the run completes")
     p.add_argument("--verbose", type=int, default=1)
     p.add_argument("--lr", type=float, default=None, help="peak learning rate")
     p.add_argument("--warmup-steps", type=int, default=None)
@@ -74,42 +91,57 @@ def main(argv=None):
                if v is not None}
     configs = [get_prior_config(args.prior, d).replace(**changes) for d in args.n_dims]
     config = configs[0]
-    module = None
-    if args.init_from:
-        state = torch.load(args.init_from, map_location="cpu", weights_only=True)
-        module = config.network()
-        module.load_state_dict({k: v.float() for k, v in state.items()})
+    run_dir = Path(args.run_dir)
+    export_dir = run_dir / "weights"
     epochs = max(1, args.steps // args.steps_per_epoch)
+    argv_used = [a for a in (argv if argv is not None else sys.argv[1:]) if a != "--resume"]
     record = {
-        "command": "python scripts/pretrain_ndp.py " + " ".join(
-            shlex.quote(a) for a in (argv if argv is not None else sys.argv[1:])),
+        "command": "python scripts/pretrain_ndp.py " + " ".join(shlex.quote(a)
+                                                                for a in argv_used),
         "seed": args.seed,
         "steps_per_epoch": args.steps_per_epoch,
         "torch": torch.__version__,
         "threads": args.threads,
+        "device": args.device,
     }
-    if args.init_from:
-        init = Path(args.init_from)
-        record["init_from"] = init.name
-        init_manifest = init.with_suffix(".json")
-        if init_manifest.exists():
-            m = json.loads(init_manifest.read_text())
-            record["init_from_sha256"] = m.get("sha256")
-            record["init_from_steps"] = m.get("steps")
+    module = _init_module(config, args.init_from, record)
     if len(configs) > 1:
         record["trained_dims"] = list(args.n_dims)
-    print(f"prior={args.prior} n_dims={args.n_dims} steps={epochs * args.steps_per_epoch} "
-          f"config={config}", flush=True)
-    saver = SaveEveryEpoch(args.prior, configs, args.out, record, epochs)
+    base_steps = record.get("init_from_steps") or 0
     t0 = time.time()
+
+    def export(net):
+        ema = dict(net.callbacks_)["ema"]
+        done = len(net.history)
+        curve = [round(float(v), 5) for v in net.history[:, "train_loss"]]
+        milestone = ema.n_updates_ // args.milestone_every * args.milestone_every
+        for c in configs:
+            info = dict(steps=ema.n_updates_, total_steps=base_steps + ema.n_updates_,
+                        epochs=done, planned_epochs=epochs, complete=done >= epochs,
+                        final_loss=curve[-1], curve_per_epoch=curve, **record)
+            save_prior(args.prior, c, ema.state_dict(), directory=export_dir, **info)
+            kept = export_dir / f"step_{milestone}" / f"{args.prior}_d{c.n_dims}.pt"
+            if milestone and not kept.exists():
+                save_prior(args.prior, c, ema.state_dict(), directory=kept.parent, **info)
+        print(f"[{time.strftime('%H:%M:%S')}] checkpoint at step {ema.n_updates_} "
+              f"({time.time() - t0:.0f} s this process), loss {curve[-1]:.4f}", flush=True)
+
+    print(f"prior={args.prior} n_dims={args.n_dims} steps={epochs * args.steps_per_epoch} "
+          f"resume={args.resume} config={config}", flush=True)
     _, _, history = train_prior(
         configs, max_epochs=epochs, steps_per_epoch=args.steps_per_epoch,
-        random_state=args.seed, verbose=args.verbose, callbacks=[("save", saver)],
-        module=module,
+        random_state=args.seed, verbose=args.verbose, module=module, device=args.device,
+        checkpoint=run_dir / "checkpoint.pt", checkpoint_every=args.checkpoint_every,
+        resume=args.resume, on_checkpoint=export,
     )
     losses = np.asarray(history[:, "train_loss"])
-    print(f"done in {time.time() - t0:.0f}s; loss first/last epoch {losses[0]:.4f} / "
-          f"{losses[-1]:.4f}", flush=True)
+    print(f"done; loss first/last epoch {losses[0]:.4f} / {losses[-1]:.4f}", flush=True)
+    if args.install:
+        for d in args.n_dims:
+            for ext in (".pt", ".json"):
+                src = export_dir / f"{args.prior}_d{d}{ext}"
+                shutil.copyfile(src, weights_dir() / src.name)
+        print(f"installed into {_relative(weights_dir())}", flush=True)
 
 
 if __name__ == "__main__":

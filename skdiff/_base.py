@@ -27,16 +27,23 @@ import numpy as np
 import scipy.sparse as sp
 import torch
 from sklearn.base import BaseEstimator
-from sklearn.utils import check_random_state
 from sklearn.utils._param_validation import (  # noqa: F401  (re-exported for the estimators)
     HasMethods,
     Interval,
     StrOptions,
 )
 from sklearn.utils.validation import check_is_fitted, validate_data  # noqa: F401
-from skorch import NeuralNet
 from skorch.callbacks import Callback, EarlyStopping, ProgressBar
 from skorch.helper import predefined_split
+
+from ._engine import (  # noqa: F401  (re-exported for the estimators)
+    FiniteLossGuard,
+    Net,
+    TrainingDivergedError,
+    draw_seed,
+    first_item,
+    torch_seed,
+)
 
 __all__ = [
     "TRAINING_PARAMETER_CONSTRAINTS",
@@ -45,10 +52,6 @@ __all__ = [
     "check_adjacency",
     "first_item",
 ]
-
-
-class TrainingDivergedError(RuntimeError):
-    """Raised when the training loss becomes NaN or infinite."""
 
 
 #: Constraints of the training parameters every estimator exposes (merge into the class's
@@ -67,11 +70,6 @@ TRAINING_PARAMETER_CONSTRAINTS: dict = {
     "verbose": ["verbose"],
     "callbacks": [list, tuple, None],
 }
-
-
-def first_item(batch):
-    """``collate_fn`` for datasets whose items already are whole batches (``batch_size=1``)."""
-    return batch[0]
 
 
 def resolve_device(device) -> str:
@@ -109,40 +107,8 @@ def resolve_device(device) -> str:
     return str(dev)
 
 
-@contextlib.contextmanager
-def torch_seed(seed: int, device: str = "cpu"):
-    """Run a block with torch's RNG seeded to ``seed``, restoring the caller's RNG afterwards."""
-    devices = []
-    if str(device).startswith("cuda") and torch.cuda.is_available():
-        devices = [torch.device(device).index or 0]
-    with torch.random.fork_rng(devices=devices):
-        torch.manual_seed(int(seed))
-        yield
-
-
-def draw_seed(random_state) -> int:
-    """One integer seed from an sklearn ``random_state`` (None, int or RandomState)."""
-    return int(check_random_state(random_state).randint(np.iinfo(np.int32).max))
-
-
 def _silent(*args, **kwargs):
     """A sink that prints nothing (module-level so fitted nets pickle)."""
-
-
-class _FiniteLossGuard(Callback):
-    """Stop training with a clear error as soon as a batch loss is NaN or infinite."""
-
-    def on_batch_end(self, net, batch=None, training=None, loss=None, **kwargs):
-        if loss is None:
-            return
-        value = float(loss.detach()) if torch.is_tensor(loss) else float(loss)
-        if not np.isfinite(value):
-            phase = "training" if training else "validation"
-            raise TrainingDivergedError(
-                f"The {phase} loss became {value} at epoch {len(net.history)}. Lower 'lr' "
-                f"(currently {net.lr}), raise 'weight_decay', or check the inputs for extreme "
-                "values."
-            )
 
 
 class _HistoryTo(Callback):
@@ -153,27 +119,6 @@ class _HistoryTo(Callback):
 
     def on_epoch_end(self, net, **kwargs):
         self.owner.history_ = net.history
-
-
-class _Net(NeuralNet):
-    """skorch's ``NeuralNet`` that pickles its network once, inside its device-mapped state.
-
-    The net is built around a module instance, so the ``module`` parameter is ``module_``
-    itself; skorch stores ``module_`` in the state it loads with CUDA tensors mapped to the
-    CPU on a machine without CUDA, but would pickle ``module`` plainly (and twice the size),
-    which no machine without CUDA can load. The parameter is restored from ``module_``.
-    """
-
-    def __getstate__(self):
-        state = super().__getstate__()
-        if "module_" in self.__dict__ and state.get("module") is self.module_:
-            del state["module"]
-        return state
-
-    def __setstate__(self, state):
-        super().__setstate__(state)
-        if "module" not in self.__dict__:
-            self.module = self.module_
 
 
 def _oom_message(exc, estimator):
@@ -227,7 +172,7 @@ class NeuralEstimatorBase(BaseEstimator):
 
     # -- training --------------------------------------------------------------------------
     def _callbacks(self, *, monitor, lower_is_better, extra=()):
-        cbs = [("finite_loss", _FiniteLossGuard()), ("history_to", _HistoryTo(self))]
+        cbs = [("finite_loss", FiniteLossGuard()), ("history_to", _HistoryTo(self))]
         cbs += list(extra)
         if self.early_stopping:
             cbs.append((
@@ -254,7 +199,7 @@ class NeuralEstimatorBase(BaseEstimator):
         if collate_fn is not None:
             kwargs["iterator_train__collate_fn"] = collate_fn
             kwargs["iterator_valid__collate_fn"] = collate_fn
-        return _Net(
+        return Net(
             module=module,
             criterion=criterion,
             optimizer=optimizer,

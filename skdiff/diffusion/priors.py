@@ -17,6 +17,8 @@ Registered priors:
 ``"se"``
     The paper's SE task: SE kernel, lengthscale :math:`0.25\\sqrt{D}`, variance 1, noise
     0.0025, :math:`50 + 10D` points.
+``"matern52"``
+    The paper's Matérn-5/2 task, with the same lengthscale, variance, noise and points.
 """
 
 from __future__ import annotations
@@ -50,6 +52,7 @@ PRIORS: dict[str, PriorConfig] = {
         n_points=(40, 80),
     ),
     "se": PriorConfig(kernel="se", lengthscale=0.25, n_points=None),
+    "matern52": PriorConfig(kernel="matern52", lengthscale=0.25, n_points=None),
 }
 
 

@@ -17,17 +17,21 @@ shuffle=False, extra_callbacks=prior_callbacks(config, total_steps))``.
 from __future__ import annotations
 
 import dataclasses
+import io
+import json
 import math
 import numbers
+import os
+import time
 from dataclasses import dataclass
 
 import numpy as np
 import torch
-from skorch import NeuralNet
-from skorch.callbacks import Callback, GradientNormClipping, LRScheduler, ProgressBar
+from skorch.callbacks import Callback, GradientNormClipping, ProgressBar
+from skorch.history import History
 from torch.utils.data import Dataset
 
-from .._base import _FiniteLossGuard, first_item, torch_seed
+from .._engine import FiniteLossGuard, Net, atomic_write, first_item, torch_seed
 from ..datasets._gp import KERNELS, make_gp_functions
 from ..nn.ndp import NDPNoiseModel
 from .schedule import NoiseSchedule
@@ -288,6 +292,40 @@ def warmup_cosine(total_steps, warmup_steps, peak_lr, init_lr, end_lr):
     return factor
 
 
+class WarmupCosine(Callback):
+    """Per-step learning rate: :func:`warmup_cosine` of the optimisation step counter.
+
+    The step counter ``step_`` is the callback's whole state, so a run resumed from a
+    checkpoint continues the schedule exactly where it stopped. Each batch records the rate it
+    used as ``event_lr`` in the history.
+    """
+
+    def __init__(self, total_steps, warmup_steps, peak_lr, init_lr, end_lr):
+        self.total_steps = total_steps
+        self.warmup_steps = warmup_steps
+        self.peak_lr = peak_lr
+        self.init_lr = init_lr
+        self.end_lr = end_lr
+
+    def initialize(self):
+        self.step_ = 0
+        self.factor_ = warmup_cosine(self.total_steps, self.warmup_steps, self.peak_lr,
+                                     self.init_lr, self.end_lr)
+        return self
+
+    def on_batch_begin(self, net, batch=None, training=None, **kwargs):
+        if not training:
+            return
+        lr = self.peak_lr * self.factor_(self.step_)
+        for group in net.optimizer_.param_groups:
+            group["lr"] = lr
+        net.history.record_batch("event_lr", lr)
+
+    def on_batch_end(self, net, batch=None, training=None, **kwargs):
+        if training:
+            self.step_ += 1
+
+
 class EMA(Callback):
     """Exponential moving average of the module's floating-point weights.
 
@@ -324,15 +362,79 @@ class EMA(Callback):
         """The averaged weights as CPU tensors (non-float entries from the live module)."""
         return {k: v.detach().cpu().clone() for k, v in self.ema_state_.items()}
 
+    def load_state_dict(self, state, n_updates, device="cpu"):
+        """Restore the average (e.g. from a checkpoint) and its update count."""
+        self.ema_state_ = {k: v.detach().clone().to(device) for k, v in state.items()}
+        self.n_updates_ = int(n_updates)
+
+
+class TrainingCheckpoint(Callback):
+    """Write everything a bit-for-bit resume needs, atomically, every ``every_seconds``.
+
+    At the end of an epoch (and always after the last one) the file ``path`` receives the
+    network's weights, the EMA weights and update count, the optimiser state, the position of
+    the learning-rate schedule, the data stream's counter and the history; see
+    :func:`train_prior`'s ``checkpoint`` and ``resume``.
+    """
+
+    def __init__(self, path, dataset, meta, every_seconds=300.0, on_save=None):
+        self.path = path
+        self.dataset = dataset
+        self.meta = meta
+        self.every_seconds = every_seconds
+        self.on_save = on_save
+
+    def initialize(self):
+        self.last_ = time.monotonic()
+        return self
+
+    def on_epoch_end(self, net, **kwargs):
+        done = len(net.history) >= self.meta["max_epochs"]
+        if not done and time.monotonic() - self.last_ < self.every_seconds:
+            return
+        self.last_ = time.monotonic()
+        save_checkpoint(self.path, net, self.dataset, self.meta)
+        if self.on_save is not None:
+            self.on_save(net)
+
+
+def save_checkpoint(path, net, dataset, meta):
+    """Write the resumable state of a prior-training ``net`` to ``path`` (atomic)."""
+    cbs = dict(net.callbacks_)
+    state = {
+        "format": CHECKPOINT_FORMAT,
+        "meta": meta,
+        "module": {k: v.detach().cpu() for k, v in net.module_.state_dict().items()},
+        "optimizer": net.optimizer_.state_dict(),
+        "ema": cbs["ema"].state_dict(),
+        "ema_updates": cbs["ema"].n_updates_,
+        "step": cbs["lr_schedule"].step_,
+        "data_calls": dataset.calls,
+        "history": json.dumps(net.history.to_list()),
+    }
+    buf = io.BytesIO()
+    torch.save(state, buf)
+    atomic_write(path, buf.getvalue())
+
+
+def load_checkpoint(path):
+    """Read a checkpoint written by :func:`save_checkpoint` (tensors only: ``weights_only``)."""
+    state = torch.load(path, map_location="cpu", weights_only=True)
+    if not isinstance(state, dict) or state.get("format") != CHECKPOINT_FORMAT:
+        raise ValueError(f"{path} is not an skdiff prior-training checkpoint.")
+    return state
+
+
+#: Version of the checkpoint layout written by :func:`save_checkpoint`.
+CHECKPOINT_FORMAT = 1
+
 
 def prior_callbacks(config, total_steps, *, verbose=0):
     """The named skorch callbacks of NDP training: LR warm-up + cosine decay (per batch),
     gradient-norm clipping and EMA. Returns a list of ``(name, callback)``."""
-    factor = warmup_cosine(total_steps, config.warmup_steps, config.lr, config.init_lr,
-                           config.end_lr)
     cbs = [
-        ("lr_schedule", LRScheduler(policy=torch.optim.lr_scheduler.LambdaLR,
-                                    lr_lambda=factor, step_every="batch")),
+        ("lr_schedule", WarmupCosine(total_steps, config.warmup_steps, config.lr,
+                                     config.init_lr, config.end_lr)),
         ("grad_clip", GradientNormClipping(gradient_clip_value=config.grad_clip)),
         ("ema", EMA(config.ema_decay)),
     ]
@@ -342,7 +444,8 @@ def prior_callbacks(config, total_steps, *, verbose=0):
 
 
 def train_prior(config=None, *, max_epochs=20, steps_per_epoch=250, pool_size=None,
-                module=None, device="cpu", random_state=0, verbose=0, callbacks=None):
+                module=None, device="cpu", random_state=0, verbose=0, callbacks=None,
+                checkpoint=None, checkpoint_every=300.0, resume=False, on_checkpoint=None):
     """Train an NDP noise model on functions from ``config``'s GP prior.
 
     ε-prediction with stratified t, the L1 (or L2) loss, Adam with gradient clipping at
@@ -370,6 +473,19 @@ def train_prior(config=None, *, max_epochs=20, steps_per_epoch=250, pool_size=No
         1 prints the per-epoch table (train loss, duration); 2 adds a progress bar.
     callbacks : list of skorch callbacks, default=None
         Extra callbacks (e.g. a checkpoint).
+    checkpoint : path, default=None
+        Write the resumable state of the run here (atomically) at the end of an epoch once
+        ``checkpoint_every`` seconds have passed since the last write, and after the last
+        epoch.
+    checkpoint_every : float, default=300
+    resume : bool, default=False
+        Continue the run stored in ``checkpoint`` (if the file exists) instead of starting: the
+        weights, EMA, optimiser, learning-rate position and data stream are restored, so the
+        resumed run produces the same weights, bit for bit, as an uninterrupted one (on the
+        same device and torch build). The checkpoint must come from the same configuration,
+        seed and schedule; anything else is refused.
+    on_checkpoint : callable, default=None
+        Called with the skorch net after each checkpoint write (e.g. to export weights).
 
     Returns
     -------
@@ -399,14 +515,30 @@ def train_prior(config=None, *, max_epochs=20, steps_per_epoch=250, pool_size=No
     total = int(max_epochs) * int(steps_per_epoch)
     seed = int(random_state)
     dataset = GPFunctionBatches(configs, steps_per_epoch, pool_size=pool_size, random_state=seed)
+    meta = {"configs": [c.to_dict() for c in configs], "max_epochs": int(max_epochs),
+            "steps_per_epoch": int(steps_per_epoch), "pool_size": pool_size, "seed": seed}
+    saved = None
+    if resume:
+        if checkpoint is None:
+            raise ValueError("resume=True needs 'checkpoint', the file to resume from.")
+        if os.path.exists(checkpoint):
+            saved = load_checkpoint(checkpoint)
+            if saved["meta"] != json.loads(json.dumps(meta)):
+                raise ValueError(
+                    f"The checkpoint {checkpoint} belongs to another run (stored "
+                    f"{saved['meta']}, asked {meta}); resume it with the same arguments or "
+                    "start a new checkpoint file.")
     with torch_seed(seed, device):
-        if module is None:
+        if module is None or saved is not None:
             module = config.network()
-    cbs = [("finite_loss", _FiniteLossGuard())]
+    cbs = [("finite_loss", FiniteLossGuard())]
     cbs += prior_callbacks(config, total, verbose=verbose)
+    if checkpoint is not None:
+        cbs.append(("checkpoint", TrainingCheckpoint(checkpoint, dataset, meta,
+                                                     checkpoint_every, on_checkpoint)))
     cbs += [cb if isinstance(cb, tuple) else (f"user_{i}_{type(cb).__name__}", cb)
             for i, cb in enumerate(callbacks or ())]
-    net = NeuralNet(
+    net = Net(
         module=module,
         criterion=NoisePredictionLoss,
         criterion__loss=config.loss,
@@ -421,7 +553,19 @@ def train_prior(config=None, *, max_epochs=20, steps_per_epoch=250, pool_size=No
         device=device,
         verbose=int(verbose),
     )
-    with torch_seed(seed, device):
-        net.fit(dataset, None)
+    net.initialize()
+    epochs = int(max_epochs)
+    if saved is not None:
+        net.module_.load_state_dict(saved["module"])
+        net.optimizer_.load_state_dict(saved["optimizer"])
+        named = dict(net.callbacks_)
+        named["ema"].load_state_dict(saved["ema"], saved["ema_updates"], device)
+        named["lr_schedule"].step_ = int(saved["step"])
+        dataset.calls = int(saved["data_calls"])
+        net.history_ = History(json.loads(saved["history"]))
+        epochs -= len(net.history)
+    if epochs > 0:
+        with torch_seed(seed, device):
+            net.partial_fit(dataset, None, epochs=epochs)
     ema = dict(net.callbacks_)["ema"]
     return net.module_, ema.state_dict(), net.history

@@ -6,6 +6,7 @@ import math
 import numpy as np
 import pytest
 import torch
+from skorch.callbacks import Callback
 
 from skdiff.diffusion import NoiseSchedule, PriorConfig, train_prior
 from skdiff.diffusion.priors import (
@@ -186,3 +187,36 @@ def test_one_network_several_input_dimensions():
     assert dims == {1, 3}
     with pytest.raises(ValueError, match="fixed pool .* needs a single configuration"):
         GPFunctionBatches([TINY, TINY.replace(n_dims=2)], 2, pool_size=4)
+
+
+def test_a_resumed_run_equals_an_uninterrupted_one_bit_for_bit(tmp_path):
+    kw = dict(max_epochs=4, steps_per_epoch=3, random_state=3)
+    _, ema_full, hist_full = train_prior(TINY, **kw)
+    ckpt = tmp_path / "run.ckpt"
+    # the first two epochs, checkpointed after each, then a resume for the remaining two
+    train_prior(TINY, max_epochs=4, steps_per_epoch=3, random_state=3, checkpoint=ckpt,
+                checkpoint_every=0, callbacks=[_StopAfter(2)])
+    module, ema, hist = train_prior(TINY, **kw, checkpoint=ckpt, resume=True)
+    assert len(hist) == 4
+    for k in ema_full:
+        assert torch.equal(ema[k], ema_full[k]), k
+    np.testing.assert_array_equal(hist[:, "train_loss"], hist_full[:, "train_loss"])
+
+
+def test_resume_refuses_a_checkpoint_of_another_run(tmp_path):
+    ckpt = tmp_path / "run.ckpt"
+    train_prior(TINY, max_epochs=1, steps_per_epoch=2, random_state=0, checkpoint=ckpt)
+    with pytest.raises(ValueError, match="belongs to another run"):
+        train_prior(TINY, max_epochs=1, steps_per_epoch=2, random_state=1, checkpoint=ckpt,
+                    resume=True)
+
+
+class _StopAfter(Callback):
+    """Interrupt training after ``n`` epochs, as a killed process would (after its checkpoint)."""
+
+    def __init__(self, n):
+        self.n = n
+
+    def on_epoch_end(self, net, **kwargs):
+        if len(net.history) >= self.n:
+            raise KeyboardInterrupt
