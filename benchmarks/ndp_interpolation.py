@@ -34,8 +34,8 @@ from sklearn.gaussian_process import GaussianProcessRegressor
 from sklearn.gaussian_process.kernels import RBF, ConstantKernel, Matern, WhiteKernel
 
 from skdiff import NDPRegressor
-from skdiff._ndp import gaussian_log_likelihood
 from skdiff.datasets import make_gp_functions
+from skdiff.ndp import gaussian_log_likelihood
 
 NOISE = 0.0025
 

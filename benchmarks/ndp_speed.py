@@ -22,9 +22,9 @@ import torch
 from _ndp_common import add_runtime_args, apply_runtime_args
 
 from skdiff import NDPRegressor
-from skdiff._ndp import gaussian_log_likelihood
 from skdiff.datasets import make_gp_functions
 from skdiff.diffusion import strided_levels
+from skdiff.ndp import gaussian_log_likelihood
 
 
 def run(est, tasks, time_predict=True):

@@ -1,16 +1,18 @@
 """skdiff: DIFFormer, Flowformer and Neural Diffusion Processes as scikit-learn estimators."""
 
-from ._base import TrainingDivergedError
-from ._difformer import DIFFormerClassifier, Graph
-from ._flowformer import FlowformerClassifier, FlowformerRegressor
-from ._ndp import NDPRegressor, log_likelihood_scorer
+from ._engine import TrainingDivergedError
+from ._graph import Graph
+from .difformer import DIFFormerClassifier, DIFFormerRegressor
+from .flowformer import FlowformerClassifier, FlowformerRegressor
+from .ndp import NDPRegressor, log_likelihood_scorer
 
 __version__ = "0.1.0"
 
 __all__ = [
+    "DIFFormerClassifier",
+    "DIFFormerRegressor",
     "FlowformerClassifier",
     "FlowformerRegressor",
-    "DIFFormerClassifier",
     "Graph",
     "NDPRegressor",
     "TrainingDivergedError",

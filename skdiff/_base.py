@@ -1,18 +1,31 @@
-"""What every skdiff estimator shares.
+"""The estimator skeleton every skdiff estimator follows.
 
 The estimators are *composed* around a skorch :class:`~skorch.NeuralNet`: their ``__init__``
-only stores keyword hyper-parameters, and ``fit`` validates them, builds the torch module and
-the skorch net, trains it and stores the fitted state (``net_``, ``module_``, ``history_``,
-``device_``). This module holds that machinery once:
+only stores keyword hyper-parameters; ``fit`` validates them, builds the torch module and the
+skorch net, trains it and stores the fitted state. :class:`NeuralEstimatorBase` owns that flow
+once, as scikit-learn's ``BaseLabelPropagation`` owns ``fit`` and lets its subclasses fill
+``_build_graph``. A family fills a few hooks:
 
-* parameter validation (:data:`TRAINING_PARAMETER_CONSTRAINTS`, checked explicitly in ``fit``),
-* device resolution (``device="auto"`` -> CUDA when available, else CPU),
-* seeding under :func:`torch.random.fork_rng` so the caller's global RNG is untouched,
-* the skorch net with its callbacks (early stopping that restores the best weights, a progress
-  bar when ``verbose > 0``, a guard that stops on a non-finite loss, the user's callbacks),
-* CUDA out-of-memory errors re-raised with the parameter to lower,
-* Monte Carlo dropout for ``sample_posterior``,
-* adjacency validation shared by the graph-aware estimators.
+============================  ==============================================================
+hook                          what it returns
+============================  ==============================================================
+``_make_data``                a :class:`FitData`: validated inputs as tensors, encoded
+                              targets and per-row loss weights; sets the preprocessing state
+                              (scalers, ``classes_``)
+``_make_datasets``            the training and validation datasets for the chosen rows
+                              (default: :class:`RowDataset` s of row-wise data)
+``_build_module``             a freshly initialised ``torch.nn.Module``
+``_criterion``                the loss (a class and its keyword arguments)
+``_outputs``                  raw network outputs for prepared prediction inputs
+``_prepare_predict``          validated prediction inputs
+============================  ==============================================================
+
+and may override ``_init_module`` (start from a closed-form solution), ``_finish_fit``
+(caches for prediction), ``_monitor`` (the early-stopping score) and ``_net_kwargs``. The base
+owns parameter validation, device, seeding, the training engine, ``n_init``, warm start and
+``partial_fit``, one validation-split policy per task (``_split_policy``), fit as a
+transaction, interruption, ``sample_posterior`` and persistence. The task layers
+(:mod:`skdiff._tasks`) add what classifiers and regressors share.
 
 It is also the only module that imports private scikit-learn helpers.
 """
@@ -20,8 +33,11 @@ It is also the only module that imports private scikit-learn helpers.
 from __future__ import annotations
 
 import contextlib
+import copy
+import math
 import numbers
 import warnings
+from dataclasses import dataclass, field
 
 import numpy as np
 import scipy.sparse as sp
@@ -35,11 +51,15 @@ from sklearn.utils._param_validation import (  # noqa: F401  (re-exported for th
 from sklearn.utils.validation import check_is_fitted, validate_data  # noqa: F401
 from skorch.callbacks import Callback, EarlyStopping, ProgressBar
 from skorch.helper import predefined_split
+from torch.utils.data import Dataset
 
+from ._checks import check_n_samples
 from ._engine import (  # noqa: F401  (re-exported for the estimators)
+    SEED_BOUND,
     FiniteLossGuard,
     Net,
     TrainingDivergedError,
+    derive_seed,
     draw_seed,
     first_item,
     torch_seed,
@@ -47,15 +67,15 @@ from ._engine import (  # noqa: F401  (re-exported for the estimators)
 
 __all__ = [
     "TRAINING_PARAMETER_CONSTRAINTS",
+    "FitData",
     "NeuralEstimatorBase",
+    "RowDataset",
     "TrainingDivergedError",
-    "check_adjacency",
-    "first_item",
 ]
 
 
-#: Constraints of the training parameters every estimator exposes (merge into the class's
-#: ``_parameter_constraints``).
+#: Constraints of the training parameters every trainable estimator exposes (merge into the
+#: class's ``_parameter_constraints``).
 TRAINING_PARAMETER_CONSTRAINTS: dict = {
     "max_epochs": [Interval(numbers.Integral, 1, None, closed="left")],
     "lr": [Interval(numbers.Real, 0, None, closed="neither")],
@@ -64,6 +84,7 @@ TRAINING_PARAMETER_CONSTRAINTS: dict = {
     "early_stopping": ["boolean"],
     "validation_fraction": [Interval(numbers.Real, 0, 1, closed="neither")],
     "n_iter_no_change": [Interval(numbers.Integral, 1, None, closed="left")],
+    "n_init": [Interval(numbers.Integral, 1, None, closed="left")],
     "warm_start": ["boolean"],
     "device": [str, torch.device],
     "random_state": ["random_state"],
@@ -111,16 +132,6 @@ def _silent(*args, **kwargs):
     """A sink that prints nothing (module-level so fitted nets pickle)."""
 
 
-class _HistoryTo(Callback):
-    """Keep the estimator's ``history_`` pointing at the net's history during training."""
-
-    def __init__(self, owner):
-        self.owner = owner
-
-    def on_epoch_end(self, net, **kwargs):
-        self.owner.history_ = net.history
-
-
 def _oom_message(exc, estimator):
     names = [n for n in ("batch_size", "predict_batch_size", "hidden_dim") if n in
              estimator.get_params()]
@@ -130,148 +141,128 @@ def _oom_message(exc, estimator):
     )
 
 
-class NeuralEstimatorBase(BaseEstimator):
-    """Base class of skdiff's estimators (use with ``ClassifierMixin``/``RegressorMixin`` first).
+@dataclass
+class FitData:
+    """What ``_make_data`` hands to the rest of ``fit``.
 
-    Subclasses declare ``_parameter_constraints`` (merging :data:`TRAINING_PARAMETER_CONSTRAINTS`),
-    call :meth:`_prepare_fit` at the start of ``fit`` and :meth:`_train` to train a module.
-
-    Fitted attributes set here: ``device_`` (str), ``net_`` (``skorch.NeuralNet``),
-    ``module_`` (the trained ``torch.nn.Module``), ``history_`` (``skorch.History``).
+    Parameters
+    ----------
+    rows : ndarray of int
+        Rows that may be split into training and validation rows (e.g. the labelled ones).
+    strata : ndarray or None
+        Labels of ``rows`` for a stratified split (classifiers).
+    valid_rows : ndarray of int or None
+        Validation rows given by the user (e.g. ``validation_mask``); ``None``: split
+        ``rows`` by the estimator's policy.
+    extra : dict
+        The family's payload (tensors, targets, graphs), read by its own hooks.
     """
 
-    _parameter_constraints: dict = dict(TRAINING_PARAMETER_CONSTRAINTS)
+    rows: np.ndarray
+    strata: np.ndarray | None = None
+    valid_rows: np.ndarray | None = None
+    extra: dict = field(default_factory=dict)
 
-    # -- validation, device, seeding -------------------------------------------------------
-    def _prepare_fit(self, *, reset=True):
-        """Validate every public parameter, resolve the device and draw the torch seed.
+    def __getattr__(self, name):
+        try:
+            return self.__dict__["extra"][name]
+        except KeyError:
+            raise AttributeError(name) from None
 
-        Returns the integer seed used for this call (draw it once per ``fit``).
+
+class RowDataset(Dataset):
+    """Rows of inputs with their targets as ``{"y": target, "w": row weight}``."""
+
+    def __init__(self, X, y, w):
+        self.X, self.y, self.w = X, y, w
+
+    def __len__(self):
+        return len(self.X)
+
+    def __getitem__(self, i):
+        return self.X[i], {"y": self.y[i], "w": self.w[i]}
+
+
+class EstimatorBase(BaseEstimator):
+    """What every skdiff estimator shares, trained or not: parameter validation, device,
+    seeding, fit as a transaction, inference, ``sample_posterior`` and persistence.
+
+    Fitted attributes set here: ``device_`` (str) and ``seed_`` (int).
+    """
+
+    _parameter_constraints: dict = {
+        "device": [str, torch.device],
+        "random_state": ["random_state"],
+        "verbose": ["verbose"],
+        "callbacks": [list, tuple, None],
+    }
+
+    def _init_params(self, arguments):
+        """Store ``__init__``'s keyword arguments (pass ``locals()``) as attributes.
+
+        scikit-learn's convention: ``__init__`` lists every parameter with its default in its
+        signature and stores them unchanged; validation happens in ``fit``.
         """
+        for name in self._get_param_names():
+            setattr(self, name, arguments[name])
+
+    def _prepare_predict(self, X, **predict_params):  # pragma: no cover
+        """Validated prediction inputs, handed to :meth:`_outputs`."""
+        raise NotImplementedError
+
+    def _outputs(self, inputs, mc=False):  # pragma: no cover
+        """Raw network outputs (numpy, float64, rows first) under :meth:`_inference`;
+        ``mc``: dropout is active (a Monte Carlo draw, no cached answer)."""
+        raise NotImplementedError
+
+    @contextlib.contextmanager
+    def _transaction(self, warm=False):
+        """Run a fit so that a failure leaves the estimator exactly as it was.
+
+        The estimator's attributes are restored on any exception (so a first fit that fails
+        leaves an unfitted estimator), and a warm start's network, optimiser and callbacks,
+        which training changes in place, are restored from a copy taken before.
+        """
+        saved = dict(self.__dict__)
+        net_state = copy.deepcopy(self.net_.__dict__) if warm else None
+        try:
+            yield
+        except BaseException:
+            self.__dict__.clear()
+            self.__dict__.update(saved)
+            if net_state is not None:
+                self.net_.__dict__.clear()
+                self.net_.__dict__.update(net_state)
+                self.module_ = self.net_.module_
+            raise
+
+    def _prepare_fit(self, *, reset=True):
+        """Validate every public parameter, resolve the device and draw the fit seed."""
         self._validate_params()
-        if self.callbacks is not None:
-            for cb in self.callbacks:
-                ok = isinstance(cb, Callback) or (
-                    isinstance(cb, tuple) and len(cb) == 2 and isinstance(cb[0], str)
-                    and isinstance(cb[1], Callback)
-                )
-                if not ok:
-                    raise TypeError(
-                        "The 'callbacks' parameter must be a list of skorch callbacks or "
-                        f"(name, callback) pairs; got an element {cb!r}."
-                    )
+        self._check_callbacks()
         self.device_ = resolve_device(self.device)
         seed = draw_seed(self.random_state)
         if reset or not hasattr(self, "seed_"):
             self.seed_ = seed
         return seed
 
+    def _check_callbacks(self):
+        for cb in getattr(self, "callbacks", None) or ():
+            ok = isinstance(cb, Callback) or (
+                isinstance(cb, tuple) and len(cb) == 2 and isinstance(cb[0], str)
+                and isinstance(cb[1], Callback)
+            )
+            if not ok:
+                raise TypeError(
+                    "The 'callbacks' parameter must be a list of skorch callbacks or "
+                    f"(name, callback) pairs; got an element {cb!r}."
+                )
+
     def _rng(self, seed=None):
         """Context manager: torch RNG seeded with ``seed`` (default: the fit seed)."""
         return torch_seed(self.seed_ if seed is None else seed, getattr(self, "device_", "cpu"))
 
-    # -- training --------------------------------------------------------------------------
-    def _callbacks(self, *, monitor, lower_is_better, extra=()):
-        cbs = [("finite_loss", FiniteLossGuard()), ("history_to", _HistoryTo(self))]
-        cbs += list(extra)
-        if self.early_stopping:
-            cbs.append((
-                "early_stopping",
-                EarlyStopping(
-                    monitor=monitor,
-                    patience=self.n_iter_no_change,
-                    lower_is_better=lower_is_better,
-                    load_best=True,
-                    sink=print if self.verbose else _silent,  # picklable, unlike a lambda
-                ),
-            ))
-        if self.verbose:
-            cbs.append(("progress_bar", ProgressBar()))
-        for i, cb in enumerate(self.callbacks or ()):
-            cbs.append(cb if isinstance(cb, tuple) else (f"user_{i}_{type(cb).__name__}", cb))
-        return cbs
-
-    def _make_net(self, module, *, criterion, train_split, monitor="valid_loss",
-                  lower_is_better=True, extra_callbacks=(), optimizer=torch.optim.Adam,
-                  batch_size=None, collate_fn=None, shuffle=True, max_epochs=None):
-        """Build (not train) the skorch net around an instantiated ``module``."""
-        kwargs = {}
-        if collate_fn is not None:
-            kwargs["iterator_train__collate_fn"] = collate_fn
-            kwargs["iterator_valid__collate_fn"] = collate_fn
-        return Net(
-            module=module,
-            criterion=criterion,
-            optimizer=optimizer,
-            optimizer__weight_decay=self.weight_decay,
-            lr=self.lr,
-            max_epochs=self.max_epochs if max_epochs is None else max_epochs,
-            batch_size=batch_size if batch_size is not None else (self.batch_size or 128),
-            iterator_train__shuffle=shuffle,
-            train_split=train_split,
-            callbacks=self._callbacks(
-                monitor=monitor, lower_is_better=lower_is_better, extra=extra_callbacks
-            ),
-            device=self.device_,
-            verbose=int(self.verbose),
-            **kwargs,
-        )
-
-    def _train(self, module, dataset, *, valid_dataset=None, criterion, epochs=None,
-               reuse=False, **net_kwargs):
-        """Train ``module`` on a torch ``dataset`` through skorch; set the fitted attributes.
-
-        Parameters
-        ----------
-        module : torch.nn.Module
-            Instantiated network; ignored when ``reuse`` is true and a net exists.
-        dataset : torch.utils.data.Dataset
-            Items are ``(X, y)``; ``X`` may be a dict of tensors (passed as keyword arguments).
-        valid_dataset : Dataset, default=None
-            Held-out data monitored for early stopping; ``None`` trains without validation.
-        epochs : int, default=None
-            Epochs for this call (``None``: ``max_epochs``). ``partial_fit`` passes 1.
-        reuse : bool, default=False
-            Continue training the existing ``net_`` (warm start / partial fit).
-        """
-        train_split = predefined_split(valid_dataset) if valid_dataset is not None else None
-        if not (reuse and hasattr(self, "net_")):
-            if self.early_stopping and valid_dataset is None:
-                net_kwargs.pop("monitor", None)
-                monitor = "train_loss"
-            else:
-                monitor = net_kwargs.pop("monitor", "valid_loss")
-            self.net_ = self._make_net(
-                module, criterion=criterion, train_split=train_split, monitor=monitor,
-                **net_kwargs,
-            )
-            self.net_.initialize()
-        else:
-            self.net_.set_params(train_split=train_split)
-        # A continued run (warm start, partial_fit) draws its own stream, offset by the epochs
-        # already trained, so successive calls do not repeat the same dropout masks/shuffles.
-        seed = (self.seed_ + len(self.net_.history)) % np.iinfo(np.int32).max
-        try:
-            with self._rng(seed):
-                # partial_fit runs on_train_begin/end around fit_loop, so EarlyStopping
-                # restores the best weights at the end of this call.
-                self.net_.partial_fit(dataset, None, epochs=epochs)
-        except torch.cuda.OutOfMemoryError as exc:  # pragma: no cover - needs a GPU
-            raise MemoryError(_oom_message(exc, self)) from exc
-        self.module_ = self.net_.module_
-        self.history_ = self.net_.history
-        self.module_.eval()
-        # The fitted net keeps no tensors outside its module: the validation set and early
-        # stopping's copy of the best weights (both on the fit's device, and both rebuilt by
-        # the next training call) would travel in every pickle, and a pickled CUDA tensor
-        # does not load on a machine without CUDA.
-        self.net_.set_params(train_split=None)
-        for _, cb in self.net_.callbacks_:
-            if isinstance(cb, EarlyStopping):
-                cb.best_model_weights_ = None
-        return self
-
-    # -- inference helpers -----------------------------------------------------------------
+    # -- inference -------------------------------------------------------------------------
     @contextlib.contextmanager
     def _inference(self, mc_dropout=False):
         """Evaluation mode and no autograd; with ``mc_dropout`` only dropout layers train."""
@@ -289,6 +280,51 @@ class NeuralEstimatorBase(BaseEstimator):
             raise MemoryError(_oom_message(exc, self)) from exc
         finally:
             module.train(was_training)
+
+    def _predict_outputs(self, X, **predict_params):
+        """Deterministic raw outputs for ``X`` (dropout off)."""
+        check_is_fitted(self)
+        inputs = self._prepare_predict(X, **predict_params)
+        with self._inference():
+            return self._outputs(inputs)
+
+    def sample_posterior(self, X, n_samples=100, random_state=None, **predict_params):
+        """Monte Carlo samples of the predictive distribution, sample axis last.
+
+        What a sample is depends on the estimator (see its docstring): a forward pass with
+        dropout active (Monte Carlo dropout, Gal & Ghahramani 2016), a draw from a predicted
+        Gaussian, or a joint function sample (NDP). Draws differ between calls unless
+        ``random_state`` is set.
+
+        Parameters
+        ----------
+        X : array-like
+            As in ``predict``.
+        n_samples : int, default=100
+        random_state : int, RandomState instance or None, default=None
+        **predict_params
+            As in ``predict`` (e.g. ``adjacency`` or ``graph``).
+
+        Returns
+        -------
+        samples : ndarray
+            Classifiers: (n_rows, n_classes, n_samples) class probabilities; regressors:
+            (n_rows, n_samples), or (n_rows, n_outputs, n_samples) for multi-output ``y``.
+        """
+        check_is_fitted(self)
+        n_samples = check_n_samples(n_samples)
+        inputs = self._prepare_predict(X, **predict_params)
+        return self._draw_samples(inputs, n_samples, draw_seed(random_state))
+
+    def _draw_samples(self, inputs, n_samples, seed):
+        """Monte Carlo dropout: ``n_samples`` stochastic forwards, mapped to predictions."""
+        return self._from_outputs(self._mc_outputs(inputs, n_samples, seed), samples=True)
+
+    def _mc_outputs(self, inputs, n_samples, seed):
+        """Raw outputs of ``n_samples`` forwards with dropout active: (rows, ..., n_samples)."""
+        with torch_seed(seed, self.device_), self._inference(mc_dropout=True):
+            # one loop iteration per Monte Carlo draw, each a batched forward over all rows
+            return np.stack([self._outputs(inputs, mc=True) for _ in range(n_samples)], axis=-1)
 
     def _to_tensor(self, array, dtype=torch.float32):
         """Numpy/scipy input -> tensor on ``device_`` (scipy sparse -> torch sparse COO)."""
@@ -328,63 +364,238 @@ class NeuralEstimatorBase(BaseEstimator):
         return tags
 
 
-def validation_split(n, fraction, *, y=None, random_state=None):
-    """Random train/validation index split; stratified by ``y`` when it is given."""
-    from sklearn.model_selection import train_test_split
+class NeuralEstimatorBase(EstimatorBase):
+    """The skeleton of the trainable estimators (use with a task layer of :mod:`skdiff._tasks`).
 
-    idx = np.arange(n)
-    stratify = None
-    if y is not None:
-        _, counts = np.unique(y, return_counts=True)
-        if counts.min() >= 2:
-            stratify = y
-    tr, va = train_test_split(idx, test_size=fraction, stratify=stratify,
-                              random_state=random_state)
-    return np.sort(tr), np.sort(va)
-
-
-def check_adjacency(adjacency, n, *, name="adjacency", what="rows of X", symmetrize=True):
-    """Validate an adjacency matrix over ``n`` items and return it as float CSR.
-
-    Accepts scipy sparse matrices/arrays and dense array-likes. The matrix must be square,
-    ``n`` x ``n``, finite and non-negative. An asymmetric matrix is symmetrised as
-    ``max(A, A.T)`` (documented behaviour: edges are treated as undirected) when ``symmetrize``
-    is true, and refused otherwise.
+    See the module docstring for the hooks a family implements. Fitted attributes set here:
+    ``net_`` (``skorch.NeuralNet``), ``module_`` (the trained ``torch.nn.Module``),
+    ``history_`` (``skorch.History``) and ``init_scores_``.
     """
-    if adjacency is None:
-        raise ValueError(f"'{name}' is None; pass a (n, n) matrix or omit it.")
-    if sp.issparse(adjacency):
-        A = sp.csr_matrix(adjacency, dtype=np.float64)
-    else:
+
+    _parameter_constraints: dict = dict(TRAINING_PARAMETER_CONSTRAINTS)
+
+    #: How ``fit`` holds out validation rows for early stopping: ``"stratified"`` (a random
+    #: stratified fraction: classifiers), ``"random"`` or ``"last"`` (the last rows in the
+    #: given order, i.e. time order for windows of a series: no future window leaks).
+    _split_policy = "random"
+
+    # -- hooks a family implements ---------------------------------------------------------
+    def _make_data(self, X, y, *, reset, **fit_params) -> FitData:  # pragma: no cover
+        raise NotImplementedError
+
+    def _make_datasets(self, data, train, valid):
+        """(training dataset, validation dataset or None) for the rows ``train``/``valid``.
+
+        The default serves row-wise data: ``data.X`` (inputs, rows first), ``data.targets``
+        and ``data.weights`` as :class:`RowDataset` s.
+        """
+        X, y = torch.as_tensor(data.X), torch.as_tensor(data.targets)
+        w = torch.as_tensor(data.weights, dtype=torch.float32)
+        train_ds = RowDataset(X[train], y[train], w[train])
+        valid_ds = RowDataset(X[valid], y[valid], w[valid]) if len(valid) else None
+        return train_ds, valid_ds
+
+    def _build_module(self, data):  # pragma: no cover
+        raise NotImplementedError
+
+    def _criterion(self):  # pragma: no cover
+        """(loss class, its keyword arguments)."""
+        raise NotImplementedError
+
+    def _init_module(self, module, data, train, valid):
+        """Set a freshly built module's starting point (default: leave it as built)."""
+
+    def _finish_fit(self, data, train, valid):
+        """Compute what prediction needs once training is done (default: nothing)."""
+
+    def _monitor(self):
+        """(history key, lower is better) of the early-stopping score on validation rows."""
+        return "valid_loss", True
+
+    def _net_kwargs(self):
+        """Extra keyword arguments of the skorch net (batching, collation)."""
+        return {"batch_size": self.batch_size or 128}
+
+    def _extra_callbacks(self, train_ds, valid_ds):
+        """Family callbacks added to the net, as ``(name, callback)`` pairs."""
+        return ()
+
+    # -- fit orchestration -----------------------------------------------------------------
+    def _fit(self, X, y, *, partial=False, **fit_params):
+        """The whole of ``fit`` (``partial=True``: ``partial_fit``, one epoch)."""
+        if y is None:
+            raise ValueError(f"{type(self).__name__} requires y to be passed, but the target y "
+                             "is None.")
+        warm = (partial or self.warm_start) and hasattr(self, "net_")
+        with self._transaction(warm):
+            self._prepare_fit(reset=not warm)
+            data = self._make_data(X, y, reset=not warm, **fit_params)
+            train, valid = self._validation_rows(data)
+            train_ds, valid_ds = self._make_datasets(data, train, valid)
+            epochs = 1 if partial else None
+            if warm:
+                self._train(None, train_ds, valid_ds, epochs=epochs)
+            else:
+                self._train_inits(data, train, valid, train_ds, valid_ds, epochs)
+            self._finish_fit(data, train, valid)
+        return self
+
+    def _validation_rows(self, data):
+        """(training rows, validation rows) by the task's ``_split_policy``.
+
+        ``ceil(validation_fraction * n)`` of the candidate rows are held out (as
+        :func:`~sklearn.model_selection.train_test_split` rounds), none when early stopping
+        is off or fewer than two rows would remain on either side; then early stopping
+        monitors the training loss. A stratified split falls back to a random one when a
+        class has too few rows.
+        """
+        rows = np.asarray(data.rows)
+        empty = np.empty(0, dtype=np.int64)
+        if data.valid_rows is not None:
+            valid = np.intersect1d(data.valid_rows, rows)
+            return np.setdiff1d(rows, valid), valid
+        n = rows.size
+        n_val = math.ceil(self.validation_fraction * n)
+        if not self.early_stopping or n_val < 1 or n - n_val < 1:
+            return rows, empty
+        if self._split_policy == "last":
+            return rows[:n - n_val], rows[n - n_val:]
+        from sklearn.model_selection import train_test_split
+
+        stratify = None
+        if self._split_policy == "stratified" and data.strata is not None:
+            _, counts = np.unique(data.strata, return_counts=True)
+            if counts.min() >= 2 and min(n_val, n - n_val) >= counts.size:
+                stratify = data.strata
+        tr, va = train_test_split(np.arange(n), test_size=n_val, stratify=stratify,
+                                  random_state=self.seed_)
+        return rows[np.sort(tr)], rows[np.sort(va)]
+
+    # -- training --------------------------------------------------------------------------
+    def _train_inits(self, data, train, valid, train_ds, valid_ds, epochs):
+        """Train ``n_init`` networks from different seeds; keep the best (``init_scores_``).
+
+        The first seed is the fit seed (so ``n_init=1`` is a plain fit); the others are drawn
+        from it. The score is the best early-stopping score on the validation rows, or
+        without them the last epoch's training loss; lower is better in ``init_scores_``.
+        """
+        n_init = getattr(self, "n_init", 1)
+        seeds = [self.seed_] + np.random.RandomState(self.seed_).randint(
+            0, SEED_BOUND, n_init - 1).tolist()
+        key, lower = self._monitor()
+        best, scores = None, []
+        for seed in seeds:
+            self.seed_ = int(seed)
+            with self._rng():
+                module = self._build_module(data)
+            self._init_module(module, data, train, valid)
+            interrupted = self._train(module, train_ds, valid_ds, epochs=epochs)
+            if valid_ds is not None:
+                values = self.history_[:, key]
+                score = float(min(values) if lower else -max(values))
+            else:
+                score = float(self.history_[-1, "train_loss"])
+            scores.append(score)
+            if best is None or score < best[0]:
+                best = (score, self.seed_, self.net_, self.module_, self.history_)
+            if interrupted:
+                break
+        _, self.seed_, self.net_, self.module_, self.history_ = best
+        self.init_scores_ = np.array(scores)
+
+    def _callbacks(self, *, monitor, lower_is_better, extra=()):
+        cbs = [("finite_loss", FiniteLossGuard())]
+        cbs += list(extra)
+        if self.early_stopping:
+            cbs.append((
+                "early_stopping",
+                EarlyStopping(
+                    monitor=monitor,
+                    patience=self.n_iter_no_change,
+                    lower_is_better=lower_is_better,
+                    load_best=True,
+                    sink=print if self.verbose else _silent,  # picklable, unlike a lambda
+                ),
+            ))
+        if self.verbose:
+            cbs.append(("progress_bar", ProgressBar()))
+        for i, cb in enumerate(self.callbacks or ()):
+            cbs.append(cb if isinstance(cb, tuple) else (f"user_{i}_{type(cb).__name__}", cb))
+        return cbs
+
+    def _make_net(self, module, train_ds, valid_ds):
+        """Build (not train) the skorch net around an instantiated ``module``."""
+        criterion, criterion_kwargs = self._criterion()
+        if valid_ds is None:
+            monitor, lower = "train_loss", True
+        else:
+            monitor, lower = self._monitor()
+        kwargs = {f"criterion__{k}": v for k, v in criterion_kwargs.items()}
+        kwargs.update(self._net_kwargs())
+        collate = kwargs.pop("collate_fn", None)
+        if collate is not None:
+            kwargs["iterator_train__collate_fn"] = collate
+            kwargs["iterator_valid__collate_fn"] = collate
+        return Net(
+            module=module,
+            criterion=criterion,
+            optimizer=torch.optim.Adam,
+            optimizer__weight_decay=self.weight_decay,
+            lr=self.lr,
+            max_epochs=self.max_epochs,
+            iterator_train__shuffle=kwargs.pop("shuffle", True),
+            train_split=None,
+            callbacks=self._callbacks(monitor=monitor, lower_is_better=lower,
+                                      extra=self._extra_callbacks(train_ds, valid_ds)),
+            device=self.device_,
+            verbose=int(self.verbose),
+            **kwargs,
+        )
+
+    def _train(self, module, train_ds, valid_ds=None, *, epochs=None):
+        """Train ``module`` (or, with ``module=None``, continue ``net_``) on ``train_ds``.
+
+        Sets ``net_``, ``module_`` and ``history_``; returns whether training was interrupted
+        (``KeyboardInterrupt``: training ends there, keeping the best weights so far, with a
+        warning).
+        """
+        if module is not None:
+            self.net_ = self._make_net(module, train_ds, valid_ds)
+            self.net_.initialize()
+        else:
+            self._rebind_callbacks(train_ds, valid_ds)
+        self.net_.set_params(
+            train_split=predefined_split(valid_ds) if valid_ds is not None else None)
+        # A continued run (warm start, partial_fit) draws its own stream, offset by the epochs
+        # already trained, so successive calls do not repeat the same dropout masks/shuffles.
+        seed = derive_seed(self.seed_, len(self.net_.history))
         try:
-            A = np.asarray(adjacency, dtype=np.float64)
-        except (TypeError, ValueError) as exc:
-            raise TypeError(
-                f"'{name}' must be a scipy sparse matrix or a dense 2-D array of numbers; got "
-                f"{type(adjacency).__name__}."
-            ) from exc
-        if A.ndim != 2:
-            raise ValueError(f"'{name}' must be 2-D (n, n); got an array of shape {A.shape}.")
-        A = sp.csr_matrix(A)
-    if A.shape[0] != A.shape[1]:
-        raise ValueError(f"'{name}' must be square; got shape {A.shape}.")
-    if A.shape[0] != n:
-        raise ValueError(
-            f"'{name}' has shape {A.shape} but there are {n} {what}: it must be ({n}, {n})."
-        )
-    if not np.all(np.isfinite(A.data)):
-        raise ValueError(f"'{name}' contains NaN or infinite values; edge weights must be finite.")
-    if A.data.size and A.data.min() < 0:
-        raise ValueError(
-            f"'{name}' has negative entries (min {A.data.min():g}); edge weights must be >= 0."
-        )
-    A.eliminate_zeros()
-    if (A != A.T).nnz:
-        if not symmetrize:
-            raise ValueError(f"'{name}' must be symmetric.")
-        A = A.maximum(A.T).tocsr()
-    return A
+            with self._rng(seed):
+                # partial_fit runs on_train_begin/end around fit_loop, so EarlyStopping
+                # restores the best weights at the end of this call.
+                self.net_.partial_fit(train_ds, None, epochs=epochs)
+        except torch.cuda.OutOfMemoryError as exc:  # pragma: no cover - needs a GPU
+            raise MemoryError(_oom_message(exc, self)) from exc
+        self.module_ = self.net_.module_
+        self.history_ = self.net_.history
+        self.module_.eval()
+        # The fitted net keeps no tensors outside its module: the validation set and early
+        # stopping's copy of the best weights (both on the fit's device, and both rebuilt by
+        # the next training call) would travel in every pickle, and a pickled CUDA tensor
+        # does not load on a machine without CUDA.
+        self.net_.set_params(train_split=None)
+        for _, cb in self.net_.callbacks_:
+            if isinstance(cb, EarlyStopping):
+                cb.best_model_weights_ = None
+        interrupted = self.net_.interrupted_
+        if interrupted is not None:
+            warnings.warn(
+                f"Training was interrupted (KeyboardInterrupt) during epoch {interrupted}; "
+                f"{type(self).__name__} keeps the best weights so far.", UserWarning,
+                stacklevel=4)
+        return interrupted is not None
 
-
-def warn_once(message, category=UserWarning):
-    warnings.warn(message, category, stacklevel=3)
+    def _rebind_callbacks(self, train_ds, valid_ds):
+        """Point a continued net's family callbacks at this call's datasets."""
+        fresh = {name: cb.initialize() for name, cb in self._extra_callbacks(train_ds, valid_ds)}
+        self.net_.callbacks_ = [(name, fresh.get(name, cb)) for name, cb in self.net_.callbacks_]

@@ -23,7 +23,7 @@ import numpy as np
 import torch
 from sklearn.utils import check_random_state
 from skorch import NeuralNet
-from skorch.callbacks import Callback
+from skorch.callbacks import Callback, EarlyStopping
 
 __all__ = [
     "FiniteLossGuard",
@@ -108,13 +108,31 @@ class FiniteLossGuard(Callback):
 
 
 class Net(NeuralNet):
-    """skorch's ``NeuralNet`` that pickles its network once, inside its device-mapped state.
+    """skorch's ``NeuralNet`` that pickles its network once and reports interruptions.
 
     The net is built around a module instance, so the ``module`` parameter is ``module_``
     itself; skorch stores ``module_`` in the state it loads with CUDA tensors mapped to the
     CPU on a machine without CUDA, but would pickle ``module`` plainly (and twice the size),
     which no machine without CUDA can load. The parameter is restored from ``module_``.
+
+    skorch ends training quietly on ``KeyboardInterrupt`` (and still runs ``on_train_end``,
+    so early stopping restores the best weights); ``interrupted_`` records the epoch at which
+    that happened (``None``: the last call ran to its end), so callers can say so.
     """
+
+    interrupted_ = None
+
+    def fit_loop(self, X, y=None, epochs=None, **fit_params):
+        self.interrupted_ = None
+        try:
+            return super().fit_loop(X, y, epochs=epochs, **fit_params)
+        except KeyboardInterrupt:
+            # skorch's EarlyStopping ends training by raising KeyboardInterrupt too
+            stopped = any(isinstance(cb, EarlyStopping) and cb.misses_ >= cb.patience
+                          for _, cb in self.callbacks_)
+            if not stopped:
+                self.interrupted_ = len(self.history)
+            raise
 
     def __getstate__(self):
         state = super().__getstate__()

@@ -98,7 +98,7 @@ def thompson_sampling(objective, bounds, *, model=None, n_iter=20, n_init=3, n_c
             raise ValueError(f"'{name}' must be an integer >= {lo}; got {v!r}.")
     d = b.shape[0]
     if model is None:
-        from ._ndp import NDPRegressor
+        from .ndp import NDPRegressor
 
         model = NDPRegressor(x_bounds=b, random_state=rng.randint(2**31 - 1))
     elif not (isinstance(model, str) and model == "random"):

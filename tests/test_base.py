@@ -5,23 +5,28 @@ import pickle
 import numpy as np
 import pytest
 import torch
-from sklearn.base import RegressorMixin
 from skorch.callbacks import Callback
-from torch.utils.data import TensorDataset
 
 from skdiff._base import (
+    TRAINING_PARAMETER_CONSTRAINTS,
+    FitData,
     NeuralEstimatorBase,
     TrainingDivergedError,
-    check_adjacency,
-    check_is_fitted,
     resolve_device,
     validate_data,
 )
+from skdiff._graph import check_adjacency
+from skdiff._tasks import RegressorTask
 
 
-class _TinyRegressor(RegressorMixin, NeuralEstimatorBase):
+class _TinyRegressor(RegressorTask, NeuralEstimatorBase):
+    """A whole estimator on the skeleton: parameters, three hooks and fit."""
+
+    _parameter_constraints = dict(TRAINING_PARAMETER_CONSTRAINTS)
+    _split_policy = "last"
+
     def __init__(self, *, max_epochs=5, lr=1e-2, weight_decay=0.0, batch_size=16,
-                 early_stopping=False, validation_fraction=0.2, n_iter_no_change=2,
+                 early_stopping=False, validation_fraction=0.2, n_iter_no_change=2, n_init=1,
                  warm_start=False, device="cpu", random_state=None, verbose=0, callbacks=None):
         self.max_epochs = max_epochs
         self.lr = lr
@@ -30,6 +35,7 @@ class _TinyRegressor(RegressorMixin, NeuralEstimatorBase):
         self.early_stopping = early_stopping
         self.validation_fraction = validation_fraction
         self.n_iter_no_change = n_iter_no_change
+        self.n_init = n_init
         self.warm_start = warm_start
         self.device = device
         self.random_state = random_state
@@ -37,20 +43,23 @@ class _TinyRegressor(RegressorMixin, NeuralEstimatorBase):
         self.callbacks = callbacks
 
     def fit(self, X, y):
-        self._prepare_fit()
-        X, y = validate_data(self, X, y, dtype=np.float32, y_numeric=True)
-        ds = TensorDataset(torch.as_tensor(X), torch.as_tensor(y, dtype=torch.float32))
-        valid = ds if self.early_stopping else None
-        with self._rng():
-            module = torch.nn.Sequential(torch.nn.Linear(X.shape[1], 8), torch.nn.Dropout(0.5),
-                                         torch.nn.Linear(8, 1), torch.nn.Flatten(0))
-        return self._train(module, ds, valid_dataset=valid, criterion=torch.nn.MSELoss)
+        return self._fit(X, y)
 
-    def predict(self, X):
-        check_is_fitted(self)
-        X = validate_data(self, X, dtype=np.float32, reset=False)
-        with self._inference() as m:
-            return m(self._to_tensor(X)).cpu().numpy()
+    def _make_data(self, X, y, *, reset):
+        X = validate_data(self, X, dtype=np.float32, reset=reset)
+        targets, _, _ = self._targets(y, reset=reset)
+        return FitData(rows=np.arange(len(X)),
+                       extra=dict(X=X, targets=targets, weights=np.ones(len(X))))
+
+    def _build_module(self, data):
+        return torch.nn.Sequential(torch.nn.Linear(data.X.shape[1], 8), torch.nn.Dropout(0.5),
+                                   torch.nn.Linear(8, self.n_outputs_))
+
+    def _prepare_predict(self, X):
+        return torch.as_tensor(validate_data(self, X, dtype=np.float32, reset=False))
+
+    def _outputs(self, X, mc=False):
+        return self.module_(X.to(self.device_)).double().cpu().numpy()
 
 
 @pytest.fixture(scope="module")
@@ -88,15 +97,16 @@ def test_early_stopping_restores_best(data):
                          random_state=0).fit(X, y)
     valid = est.history_[:, "valid_loss"]
     assert len(valid) < 200
-    # the weights in use are those of the best validation epoch
-    mse = np.mean((est.predict(X) - y) ** 2)
+    # the weights in use are those of the best validation epoch; the validation rows are the
+    # last ceil(0.2 * 64) = 13 (split policy "last"), the loss is in standardised units
+    mse = np.mean(((est.predict(X[-13:]) - y[-13:]) / est.y_scale_) ** 2)
     assert mse == pytest.approx(min(valid), rel=1e-3)
 
 
 def test_nan_loss_stops_with_clear_error(data):
     X, y = data
     with pytest.raises(TrainingDivergedError, match="loss became .*Lower 'lr'"):
-        _TinyRegressor(lr=1e30, max_epochs=20, random_state=0).fit(X, y * 1e20)
+        _TinyRegressor(lr=1e30, max_epochs=20, random_state=0).fit(X * 1e20, y)
 
 
 def test_bad_parameters_are_named(data):

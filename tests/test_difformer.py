@@ -253,5 +253,5 @@ def test_bad_inputs_are_clear_errors(planted):
         clf.fit(X, y, validation_mask=np.arange(10))
     with pytest.raises(ValueError, match="'adjacency' contains NaN"):
         Graph(X, A * np.nan)
-    with pytest.raises(ValueError, match="'n_samples' must be a positive integer"):
+    with pytest.raises(ValueError, match="'n_samples' must be an integer >= 1"):
         clf.fit(X, y).sample_posterior(X, n_samples=0)

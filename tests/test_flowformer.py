@@ -216,7 +216,7 @@ def test_input_errors():
     with pytest.raises(ValueError, match="skip='window' .* needs instance_norm=True; got "
                                          "instance_norm=False"):
         FlowformerRegressor(**FAST, skip="window", instance_norm=False).fit(X, y)
-    with pytest.raises(ValueError, match="'n_samples' must be a positive integer; got 0"):
+    with pytest.raises(ValueError, match="'n_samples' must be an integer >= 1; got 0"):
         FlowformerRegressor(**FAST).fit(X, y).sample_posterior(X, n_samples=0)
     with pytest.raises(ValueError, match=r"'patch_len' \(25\) is longer than the sequences of "
                                          r"X \(24 steps\); use patch_len <= 24"):
@@ -267,7 +267,7 @@ def test_sklearn_composition(waves, tmp_path):
     # the cached float64 inference copy follows the new weights, not the previous ones
     with torch.no_grad():
         net = copy.deepcopy(reg.module_).double().eval()
-        direct = net(torch.as_tensor(reg._prepared(X), dtype=torch.float64))[:, 0].numpy()
+        direct = net(torch.as_tensor(reg._prepare_predict(X), dtype=torch.float64))[:, 0].numpy()
     np.testing.assert_allclose(reg.predict(X), direct * reg.y_scale_[0] + reg.y_mean_[0])
     assert not np.allclose(reg.predict(X), before)
     warm = FlowformerRegressor(**FAST, warm_start=True).fit(X, y)
@@ -297,13 +297,13 @@ def test_classifier_learns_and_samples():
     s = clf.sample_posterior(X[:5], n_samples=4, random_state=0)
     assert s.shape == (5, 2, 4)
     np.testing.assert_allclose(s.sum(1), 1.0)
-    with pytest.raises(ValueError, match="one label per sequence"):
+    with pytest.raises(ValueError, match="one label per row"):
         FlowformerClassifier(**FAST).fit(X, np.zeros((240, 2)))
 
 
 def test_gaussian_head_variance_loss_does_not_train_the_encoder_or_the_mean():
-    from skdiff._flowformer import _GaussianNLL
     from skdiff.nn import Flowformer
+    from skdiff.nn.losses import GaussianNLL
 
     torch.manual_seed(0)
     k = 3
@@ -320,7 +320,7 @@ def test_gaussian_head_variance_loss_does_not_train_the_encoder_or_the_mean():
     # the loss's gradient on the mean half is the squared error's, whatever the variance
     mean = torch.randn(5, k, requires_grad=True)
     raw = torch.randn(5, k, requires_grad=True)
-    _GaussianNLL()(torch.cat([mean, raw], 1), y).backward()
+    GaussianNLL()(torch.cat([mean, raw], 1), {"y": y, "w": torch.ones(5)}).backward()
     torch.testing.assert_close(mean.grad, (mean - y).detach() / mean.numel())
     with pytest.raises(ValueError, match="n_detached_outputs"):
         Flowformer(2, 4, 16, n_detached_outputs=5)

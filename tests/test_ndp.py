@@ -12,8 +12,9 @@ from sklearn.pipeline import make_pipeline
 from sklearn.preprocessing import StandardScaler
 
 from skdiff import NDPRegressor, log_likelihood_scorer
-from skdiff._ndp import _PRIOR_CACHE, gaussian_log_likelihood
 from skdiff.datasets import make_gp_functions
+from skdiff.ndp import gaussian_log_likelihood
+from skdiff.ndp._prior_cache import _MEMORY as _PRIOR_CACHE
 
 FAST = dict(n_samples=32, n_sampling_steps=10, n_resample=3, device="cpu")
 

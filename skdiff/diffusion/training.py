@@ -378,11 +378,8 @@ class TrainingCheckpoint(Callback):
     """
 
     def __init__(self, path, dataset, meta, every_seconds=300.0, on_save=None):
-        self.path = path
-        self.dataset = dataset
-        self.meta = meta
-        self.every_seconds = every_seconds
-        self.on_save = on_save
+        self.path, self.dataset, self.meta = path, dataset, meta
+        self.every_seconds, self.on_save = every_seconds, on_save
 
     def initialize(self):
         self.last_ = time.monotonic()
@@ -567,5 +564,10 @@ def train_prior(config=None, *, max_epochs=20, steps_per_epoch=250, pool_size=No
     if epochs > 0:
         with torch_seed(seed, device):
             net.partial_fit(dataset, None, epochs=epochs)
+    if net.interrupted_ is not None:
+        # skorch ends training quietly; a half-trained prior must not pass for a trained one
+        raise KeyboardInterrupt(f"Prior training was interrupted during epoch "
+                                f"{net.interrupted_}" + (f"; resume it from {checkpoint} with "
+                                                         "resume=True" if checkpoint else ""))
     ema = dict(net.callbacks_)["ema"]
     return net.module_, ema.state_dict(), net.history

@@ -53,6 +53,7 @@ class DIFFormer(nn.Module):
                  dropout=0.2, kernel="simple", qk_norm="global", value_projection=False,
                  graph_weight=None, scope="all", block_size=1024, checkpoint_layers=False):
         super().__init__()
+        self.in_dim, self.out_dim = in_dim, out_dim
         self.alpha = alpha
         self.checkpoint_layers = checkpoint_layers
         self.fc_in = nn.Linear(in_dim, hidden_dim)
@@ -66,6 +67,11 @@ class DIFFormer(nn.Module):
         ])
         self.norms = nn.ModuleList([nn.LayerNorm(hidden_dim) for _ in range(n_layers)])
         self.fc_out = nn.Linear(hidden_dim, out_dim)
+
+    @property
+    def n_layers(self):
+        """Number of diffusion layers."""
+        return len(self.convs)
 
     def reset_parameters(self):
         for m in self.modules():

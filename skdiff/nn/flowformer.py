@@ -129,6 +129,27 @@ class _EncoderLayer(nn.Module):
         return self.norm2(u + y)
 
 
+def _check_args(max_len, n_outputs, pooling, attention, skip, patch_len, patch_stride,
+                n_detached_outputs):
+    if patch_len is None and patch_stride is not None:
+        raise ValueError(f"patch_stride={patch_stride} needs patch_len; got patch_len=None.")
+    stride = patch_len if patch_stride is None else patch_stride
+    if patch_len is not None and not (patch_len >= 1 and 1 <= stride <= patch_len):
+        raise ValueError(f"need patch_len >= 1 and 1 <= patch_stride <= patch_len; got "
+                         f"patch_len={patch_len}, patch_stride={patch_stride}.")
+    if patch_len is not None and patch_len > max_len:
+        raise ValueError(f"patch_len={patch_len} is longer than max_len={max_len}.")
+    if not 0 <= n_detached_outputs <= n_outputs:
+        raise ValueError(f"n_detached_outputs must be in [0, {n_outputs}]; got "
+                         f"{n_detached_outputs}.")
+    if pooling not in POOLINGS:
+        raise ValueError(f"pooling must be one of {POOLINGS}; got {pooling!r}.")
+    if attention not in ("flow", "softmax"):
+        raise ValueError(f"attention must be 'flow' or 'softmax'; got {attention!r}.")
+    if skip not in ("level", "window"):
+        raise ValueError(f"skip must be 'level' or 'window'; got {skip!r}.")
+
+
 class Flowformer(nn.Module):
     r"""Flowformer encoder with a regression/classification head on (b, L, C) sequences.
 
@@ -181,37 +202,36 @@ class Flowformer(nn.Module):
     x : (b, L, C) with L <= max_len; output : (b, n_outputs).
     """
 
-    patch_len = patch_stride = None  # class defaults: networks pickled before patches existed
-
     def __init__(self, n_channels, n_outputs, max_len, *, hidden_dim=64, n_heads=4, n_layers=2,
                  ff_dim=None, dropout=0.1, causal=False, clamp=1.0, pooling="mean",
                  attention="flow", adjacency=None, instance_norm=False, skip="level",
                  chunk_size=64, patch_len=None, patch_stride=None, n_detached_outputs=0):
         super().__init__()
-        if patch_len is None and patch_stride is not None:
-            raise ValueError(f"patch_stride={patch_stride} needs patch_len; got patch_len=None.")
-        stride = patch_len if patch_stride is None else patch_stride
-        if patch_len is not None and not (patch_len >= 1 and 1 <= stride <= patch_len):
-            raise ValueError(f"need patch_len >= 1 and 1 <= patch_stride <= patch_len; got "
-                             f"patch_len={patch_len}, patch_stride={patch_stride}.")
-        if patch_len is not None and patch_len > max_len:
-            raise ValueError(f"patch_len={patch_len} is longer than max_len={max_len}.")
-        self.patch_len, self.patch_stride = patch_len, stride
-        if not 0 <= n_detached_outputs <= n_outputs:
-            raise ValueError(f"n_detached_outputs must be in [0, {n_outputs}]; got "
-                             f"{n_detached_outputs}.")
+        _check_args(max_len, n_outputs, pooling, attention, skip, patch_len, patch_stride,
+                    n_detached_outputs)
+        self.patch_len = patch_len
+        self.patch_stride = patch_len if patch_stride is None else patch_stride
         # the last n_detached_outputs head outputs (a variance half) read the pooled features
         # through detach(): their loss trains the head, not the encoder
         self.n_detached_outputs = n_detached_outputs
-        if pooling not in POOLINGS:
-            raise ValueError(f"pooling must be one of {POOLINGS}; got {pooling!r}.")
-        if attention not in ("flow", "softmax"):
-            raise ValueError(f"attention must be 'flow' or 'softmax'; got {attention!r}.")
-        if skip not in ("level", "window"):
-            raise ValueError(f"skip must be 'level' or 'window'; got {skip!r}.")
         self.skip_window = skip == "window"
         self.n_channels, self.max_len, self.pooling = n_channels, max_len, pooling
         self.hidden_dim, self.instance_norm = hidden_dim, instance_norm
+        graph = self._init_tokens(adjacency, n_channels, hidden_dim, patch_len)
+        self.input_dropout = nn.Dropout(dropout)
+        attention_cls = FlowAttention if attention == "flow" else SoftmaxAttention
+        attn_kwargs = {"causal": causal}
+        if attention == "flow":
+            attn_kwargs.update(clamp=clamp, chunk_size=chunk_size)
+        self.layers = nn.ModuleList([
+            _EncoderLayer(hidden_dim, n_heads, ff_dim or hidden_dim, dropout, attention_cls,
+                          attn_kwargs, graph)
+            for _ in range(n_layers)
+        ])
+        self._init_head(n_outputs, dropout, graph)
+
+    def _init_tokens(self, adjacency, n_channels, hidden_dim, patch_len):
+        """Token embedding and positions; returns whether tokens are (step, channel) pairs."""
         graph = adjacency is not None
         if graph:
             adjacency = torch.as_tensor(adjacency, dtype=torch.float32)
@@ -232,34 +252,43 @@ class Flowformer(nn.Module):
         # Learnable positions. Departure: initialised with the sinusoidal table (the official
         # "fixed" encoding) instead of uniform(-0.02, 0.02); next to inputs scaled by sqrt(d)
         # the tiny uniform start carries almost no order information and tasks that depend
-        # on the order (e.g. a frequency) learnt nothing in hundreds of steps (measured).
-        self.max_tokens = self.n_tokens(max_len)
+        # on the order (e.g. a frequency) learnt nothing in hundreds of steps.
+        self.max_tokens = self.n_tokens(self.max_len)
         self.position = nn.Parameter(_sinusoidal(self.max_tokens, hidden_dim))
-        self.input_dropout = nn.Dropout(dropout)
-        attention_cls = FlowAttention if attention == "flow" else SoftmaxAttention
-        attn_kwargs = {"causal": causal}
-        if attention == "flow":
-            attn_kwargs.update(clamp=clamp, chunk_size=chunk_size)
-        self.layers = nn.ModuleList([
-            _EncoderLayer(hidden_dim, n_heads, ff_dim or hidden_dim, dropout, attention_cls,
-                          attn_kwargs, graph)
-            for _ in range(n_layers)
-        ])
-        pooled = hidden_dim * (self.max_tokens if pooling == "flatten" else 1)
-        pooled *= n_channels if graph else 1
+        return graph
+
+    def _init_head(self, n_outputs, dropout, graph):
+        """Pooling head, and the linear skip and std mixing of the instance normalisation."""
+        pooled = self.hidden_dim * (self.max_tokens if self.pooling == "flatten" else 1)
+        pooled *= self.n_channels if graph else 1
         self.head_dropout = nn.Dropout(dropout)
         self.head = nn.Linear(pooled, n_outputs)
         # level skip of the instance normalisation: [mean, std, last] per channel -> outputs
-        n_skip = 3 * n_channels + (max_len * n_channels if self.skip_window else 0)
-        self.skip = nn.Linear(n_skip, n_outputs) if instance_norm else None
+        n_skip = 3 * self.n_channels + (self.max_len * self.n_channels if self.skip_window
+                                        else 0)
+        self.skip = nn.Linear(n_skip, n_outputs) if self.instance_norm else None
         # exponents of the window stds that rescale the encoder's output (see forward)
-        self.std_mix = nn.Parameter(torch.full((n_outputs, n_channels), 1.0 / n_channels)) \
-            if instance_norm else None
-        if instance_norm:
+        self.std_mix = nn.Parameter(torch.full((n_outputs, self.n_channels),
+                                               1.0 / self.n_channels)) \
+            if self.instance_norm else None
+        if self.instance_norm:
             # zero-init head: the model starts as the level skip alone (which estimators
             # initialise by least squares) and the encoder adds a learnt correction
             nn.init.zeros_(self.head.weight)
             nn.init.zeros_(self.head.bias)
+
+    @torch.no_grad()
+    def set_skip_(self, weight, bias, *, trainable=True):
+        """Set the linear skip to ``weight`` (n_outputs, n_skip) and ``bias`` (n_outputs,).
+
+        ``trainable=False`` keeps it fixed during training (the encoder then fits the
+        residual of this linear map).
+        """
+        if self.skip is None:
+            raise ValueError("This network has no linear skip (instance_norm=False).")
+        self.skip.weight.copy_(torch.as_tensor(weight, dtype=self.skip.weight.dtype))
+        self.skip.bias.copy_(torch.as_tensor(bias, dtype=self.skip.bias.dtype))
+        self.skip.requires_grad_(trainable)
 
     def n_tokens(self, length):
         """Tokens for a sequence of ``length`` steps: ``length`` or the number of patches."""

@@ -194,8 +194,9 @@ def test_a_resumed_run_equals_an_uninterrupted_one_bit_for_bit(tmp_path):
     _, ema_full, hist_full = train_prior(TINY, **kw)
     ckpt = tmp_path / "run.ckpt"
     # the first two epochs, checkpointed after each, then a resume for the remaining two
-    train_prior(TINY, max_epochs=4, steps_per_epoch=3, random_state=3, checkpoint=ckpt,
-                checkpoint_every=0, callbacks=[_StopAfter(2)])
+    with pytest.raises(KeyboardInterrupt, match="resume=True"):
+        train_prior(TINY, max_epochs=4, steps_per_epoch=3, random_state=3, checkpoint=ckpt,
+                    checkpoint_every=0, callbacks=[_StopAfter(2)])
     module, ema, hist = train_prior(TINY, **kw, checkpoint=ckpt, resume=True)
     assert len(hist) == 4
     for k in ema_full:

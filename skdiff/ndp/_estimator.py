@@ -2,102 +2,24 @@
 
 from __future__ import annotations
 
-import hashlib
-import json
 import numbers
 import os
 import warnings
-from pathlib import Path
 
 import numpy as np
 import torch
 from sklearn.base import RegressorMixin
 
-from ._base import (
-    Interval,
-    NeuralEstimatorBase,
-    StrOptions,
-    check_is_fitted,
-    draw_seed,
-    torch_seed,
-    validate_data,
-)
-from .diffusion.samplers import conditional_sample, prior_sample
+from .._base import EstimatorBase, Interval, StrOptions, check_is_fitted, validate_data
+from .._checks import check_n_samples
+from .._engine import draw_seed, torch_seed
+from ..diffusion.samplers import conditional_sample, prior_sample
+from ._prior_cache import default_cache_dir, pretrained_prior, trained_prior
 
-__all__ = ["NDPRegressor", "log_likelihood_scorer"]
-
-# Loaded or trained priors shared by the estimators of this process (CV folds, BO loops):
-# keyed by everything that defines the network's weights, so an entry cannot go stale.
-_PRIOR_CACHE: dict = {}
+__all__ = ["NDPRegressor", "gaussian_log_likelihood", "log_likelihood_scorer"]
 
 
-def _default_cache_dir():
-    return Path(os.environ.get("SKDIFF_CACHE", Path.home() / ".cache" / "skdiff")) / "ndp"
-
-
-def _train_or_load_prior(config, *, max_epochs, steps_per_epoch, seed, device, cache_dir,
-                         verbose, callbacks):
-    """Train a prior with the other half of the package's training procedure, cached on disk.
-
-    The cache key hashes the configuration, the number of steps and the seed: CV folds and
-    repeated fits reuse the same weights.
-    """
-    from .diffusion.training import train_prior
-
-    key_src = json.dumps({"config": config.to_dict(), "epochs": max_epochs,
-                          "steps_per_epoch": steps_per_epoch, "seed": seed}, sort_keys=True)
-    key = hashlib.sha256(key_src.encode()).hexdigest()[:16]
-    mem_key = ("trained", key, device)
-    if mem_key in _PRIOR_CACHE:
-        return _PRIOR_CACHE[mem_key]
-    path = Path(cache_dir) / f"prior_{key}.pt" if cache_dir is not None else None
-    module = config.network()
-    if path is not None and path.exists():
-        state = torch.load(path, map_location="cpu", weights_only=True)
-        module.load_state_dict(state)
-    else:
-        _, ema_state, _ = train_prior(config, max_epochs=max_epochs,
-                                      steps_per_epoch=steps_per_epoch, device=device,
-                                      random_state=seed, verbose=verbose, callbacks=callbacks)
-        module.load_state_dict(ema_state, strict=False)
-        if path is not None:
-            path.parent.mkdir(parents=True, exist_ok=True)
-            tmp = path.with_suffix(".tmp")
-            torch.save(module.state_dict(), tmp)
-            tmp.replace(path)
-            path.with_suffix(".json").write_text(key_src + "\n")
-    module.eval().requires_grad_(False)
-    _PRIOR_CACHE[mem_key] = module.to(device)
-    return _PRIOR_CACHE[mem_key]
-
-
-def _load_pretrained(name, n_dims, device):
-    """Load the shipped prior for ``n_dims``; without one, the nearest shipped dimension.
-
-    The noise network is invariant to the order *and number* of input dimensions (attention
-    across dimensions, then a mean over them), so a prior trained for D' can run on D inputs.
-    It was not trained there, hence the warning. A corrupt or stale file is never bypassed.
-    """
-    from .diffusion.priors import available_priors, get_prior_config, load_prior
-
-    get_prior_config(name, n_dims)  # unknown names fail here, with the registered list
-    dims = sorted(d for n, d in available_priors() if n == name)
-    use = n_dims
-    if dims and n_dims not in dims:
-        below = [d for d in dims if d <= n_dims]
-        use = below[-1] if below else dims[0]
-        warnings.warn(
-            f"No pretrained {name!r} prior for {n_dims} input dimensions (shipped: {dims}); "
-            f"using the {use}-D prior's network, which accepts any number of dimensions but "
-            f"was not trained for {n_dims}. Set pretrained=False to train a {n_dims}-D prior.",
-            UserWarning, stacklevel=4)
-    mem_key = ("pretrained", name, use, device)
-    if mem_key not in _PRIOR_CACHE:
-        _PRIOR_CACHE[mem_key] = load_prior(name, use, device=device)
-    return _PRIOR_CACHE[mem_key]
-
-
-class NDPRegressor(RegressorMixin, NeuralEstimatorBase):
+class NDPRegressor(RegressorMixin, EstimatorBase):
     """Regression with a Neural Diffusion Process prior (a drop-in for GaussianProcessRegressor).
 
     A Neural Diffusion Process (Dutordoir et al., 2023) is a denoising diffusion model over
@@ -271,30 +193,7 @@ class NDPRegressor(RegressorMixin, NeuralEstimatorBase):
                  n_layers=None, n_heads=None, max_epochs=20, steps_per_epoch=250, lr=1e-3,
                  batch_size=32, cache_dir=None, device="auto", random_state=None, verbose=0,
                  callbacks=None):
-        self.prior = prior
-        self.pretrained = pretrained
-        self.sampler = sampler
-        self.n_sampling_steps = n_sampling_steps
-        self.n_resample = n_resample
-        self.n_samples = n_samples
-        self.x_bounds = x_bounds
-        self.x_margin = x_margin
-        self.predict_noise = predict_noise
-        self.normalize_y = normalize_y
-        self.max_context = max_context
-        self.predict_batch_size = predict_batch_size
-        self.hidden_dim = hidden_dim
-        self.n_layers = n_layers
-        self.n_heads = n_heads
-        self.max_epochs = max_epochs
-        self.steps_per_epoch = steps_per_epoch
-        self.lr = lr
-        self.batch_size = batch_size
-        self.cache_dir = cache_dir
-        self.device = device
-        self.random_state = random_state
-        self.verbose = verbose
-        self.callbacks = callbacks
+        self._init_params(locals())
 
     # -- fit -------------------------------------------------------------------------------
     def fit(self, X, y):
@@ -310,6 +209,10 @@ class NDPRegressor(RegressorMixin, NeuralEstimatorBase):
         -------
         self : NDPRegressor
         """
+        with self._transaction():
+            return self._fit(X, y)
+
+    def _fit(self, X, y):
         seed = self._prepare_fit()
         y_arr = np.asarray(y) if not hasattr(y, "iloc") else y.to_numpy()
         if y_arr.ndim == 2 and y_arr.shape[1] > 1:
@@ -355,7 +258,7 @@ class NDPRegressor(RegressorMixin, NeuralEstimatorBase):
         return self
 
     def _get_prior(self, n_dims, seed):
-        from .diffusion.priors import get_prior_config
+        from ..diffusion.priors import get_prior_config
 
         size = {k: getattr(self, k) for k in ("hidden_dim", "n_layers", "n_heads")
                 if getattr(self, k) is not None}
@@ -366,15 +269,15 @@ class NDPRegressor(RegressorMixin, NeuralEstimatorBase):
                     "fixed by the pretrained weights. Leave them None, or set "
                     "pretrained=False to train a prior of that size."
                 )
-            module, config = _load_pretrained(self.prior, n_dims, self.device_)
+            module, config = pretrained_prior(self.prior, n_dims, self.device_)
         else:
             config = get_prior_config(self.prior, n_dims).replace(
                 lr=float(self.lr), batch_size=int(self.batch_size), **size)
-            module = _train_or_load_prior(
+            module = trained_prior(
                 config, max_epochs=self.max_epochs, steps_per_epoch=self.steps_per_epoch,
                 seed=seed, device=self.device_,
                 cache_dir=self.cache_dir if self.cache_dir is not None
-                else _default_cache_dir(),
+                else default_cache_dir(),
                 verbose=self.verbose, callbacks=self.callbacks)
         self.module_ = module
         self.prior_config_ = config
@@ -446,6 +349,12 @@ class NDPRegressor(RegressorMixin, NeuralEstimatorBase):
                     "'predict_batch_size', or use device='cpu'.") from exc
         return ys.squeeze(-1).T.double().cpu().numpy()  # [n_X, S]
 
+    def _prepare_predict(self, X):
+        return self._check_X(X)
+
+    def _draw_samples(self, Z, n_samples, seed):
+        return self._sample_std(Z, n_samples, seed) * self.y_std_ + self.y_mean_
+
     def sample_posterior(self, X, n_samples=1, random_state=None):
         """Joint samples of the function at ``X`` given the training data.
 
@@ -464,10 +373,7 @@ class NDPRegressor(RegressorMixin, NeuralEstimatorBase):
         samples : ndarray of shape (n_X, n_samples)
             Sample axis last, like ``GaussianProcessRegressor.sample_y``.
         """
-        Z = self._check_X(X)
-        n_samples = _check_n_samples(n_samples)
-        ys = self._sample_std(Z, n_samples, draw_seed(random_state))
-        return ys * self.y_std_ + self.y_mean_
+        return super().sample_posterior(X, n_samples=n_samples, random_state=random_state)
 
     def sample_y(self, X, n_samples=1, random_state=None):
         """Alias of :meth:`sample_posterior` (``GaussianProcessRegressor`` compatible)."""
@@ -479,7 +385,7 @@ class NDPRegressor(RegressorMixin, NeuralEstimatorBase):
         Uses the fitted input map and target scale. Returns shape (n_X, n_samples).
         """
         Z = self._check_X(X)
-        n_samples = _check_n_samples(n_samples)
+        n_samples = check_n_samples(n_samples)
         dev = self.device_
         with torch_seed(draw_seed(random_state), dev), torch.no_grad():
             ys = prior_sample(
@@ -518,24 +424,33 @@ class NDPRegressor(RegressorMixin, NeuralEstimatorBase):
             )
         Z = self._check_X(X)
         m = Z.shape[0]
-        noise_var = 0.0 if self.predict_noise else float(self.prior_config_.noise)
         if return_cov:
+            noise_var = 0.0 if self.predict_noise else float(self.prior_config_.noise)
             ys = self._sample_std(Z, self.n_samples, self.seed_)
             cov = np.atleast_2d(np.cov(ys))
             cov = cov - noise_var * np.eye(m)
             mean = ys.mean(1) * self.y_std_ + self.y_mean_
             return mean, cov * self.y_std_ ** 2
+        mean, var = self._marginals(Z, noise=self.predict_noise)
+        mean = mean * self.y_std_ + self.y_mean_
+        if not return_std:
+            return mean
+        return mean, np.sqrt(var) * self.y_std_
+
+    def _marginals(self, Z, *, noise):
+        """Standardised posterior mean and variance at ``Z`` from ``n_samples`` samples per
+        block of ``predict_batch_size`` points (seeded by the fit); ``noise=False`` subtracts
+        the prior's observation-noise variance."""
         means, variances = [], []
-        for k, start in enumerate(range(0, m, self.predict_batch_size)):
+        for k, start in enumerate(range(0, Z.shape[0], self.predict_batch_size)):
             block = Z[start:start + self.predict_batch_size]
             ys = self._sample_std(block, self.n_samples, self.seed_ + k)
             means.append(ys.mean(1))
             variances.append(ys.var(1, ddof=1))
-        mean = np.concatenate(means) * self.y_std_ + self.y_mean_
-        if not return_std:
-            return mean
-        var = np.clip(np.concatenate(variances) - noise_var, 0.0, None)
-        return mean, np.sqrt(var) * self.y_std_
+        var = np.concatenate(variances)
+        if not noise:
+            var = np.clip(var - float(self.prior_config_.noise), 0.0, None)
+        return np.concatenate(means), var
 
     def log_likelihood(self, X, y, *, joint=False):
         """Mean log predictive density per point of ``y`` at ``X`` (higher is better).
@@ -562,13 +477,9 @@ class NDPRegressor(RegressorMixin, NeuralEstimatorBase):
                     "or use joint=False.")
             ys = self._sample_std(Z, self.n_samples, self.seed_) * self.y_std_ + self.y_mean_
             return gaussian_log_likelihood(y, ys, joint=True)
-        saved = self.predict_noise
-        try:
-            self.predict_noise = True
-            mean, std = self.predict(X, return_std=True)
-        finally:
-            self.predict_noise = saved
-        var = np.maximum(std ** 2, 1e-12)
+        mean, var = self._marginals(Z, noise=True)
+        mean = mean * self.y_std_ + self.y_mean_
+        var = np.maximum(var * self.y_std_ ** 2, 1e-12)
         return float(np.mean(-0.5 * (np.log(2 * np.pi * var) + (y - mean) ** 2 / var)))
 
     def __sklearn_tags__(self):
@@ -620,10 +531,3 @@ def log_likelihood_scorer(estimator, X, y):
     predictive variance, which only the estimator can provide.
     """
     return estimator.log_likelihood(X, y)
-
-
-def _check_n_samples(n_samples):
-    if isinstance(n_samples, bool) or not isinstance(n_samples, numbers.Integral) \
-            or n_samples < 1:
-        raise ValueError(f"'n_samples' must be an integer >= 1; got {n_samples!r}.")
-    return int(n_samples)

@@ -1,0 +1,115 @@
+"""Input checks shared by the estimators: targets, weights, scales, sample counts.
+
+Every check raises ``ValueError``/``TypeError`` naming the argument, the value received and
+the fix. Statistics are computed in float64 with thresholds relative to the data's own scale,
+so the estimators behave the same on data in any units.
+"""
+
+from __future__ import annotations
+
+import numbers
+import warnings
+
+import numpy as np
+
+__all__ = [
+    "check_n_samples",
+    "check_sample_weight",
+    "fit_scale",
+    "split_unlabelled",
+]
+
+
+def check_n_samples(n_samples, name="n_samples"):
+    """A positive integer number of Monte Carlo samples (``True`` is not an integer here)."""
+    if isinstance(n_samples, bool) or not isinstance(n_samples, numbers.Integral) \
+            or n_samples < 1:
+        raise ValueError(f"'{name}' must be an integer >= 1; got {n_samples!r}.")
+    return int(n_samples)
+
+
+def fit_scale(values, *, axis=0, name="y"):
+    """Mean and scale of ``values`` along ``axis``, in float64, for standardisation.
+
+    The scale is the standard deviation; a column that is constant *relative to its own
+    magnitude* (std below ``1e-12 * (|mean| + the typical magnitude)``) gets scale 1 and
+    therefore passes through centred but unscaled. Unlike an absolute threshold this treats
+    data in tiny or huge units alike (scikit-learn's ``_handle_zeros_in_scale`` idea).
+    Non-finite statistics (an overflow of the data's range) are an error.
+    """
+    v = np.asarray(values, dtype=np.float64)
+    with np.errstate(over="ignore", invalid="ignore"):
+        mean = v.mean(axis=axis)
+        std = v.std(axis=axis)
+        typical = np.abs(v).mean(axis=axis)
+    if not (np.all(np.isfinite(mean)) and np.all(np.isfinite(std))):
+        raise ValueError(
+            f"The mean or standard deviation of {name} is not finite (the values reach "
+            f"{np.nanmax(np.abs(v)):.3g}); rescale {name} to a range float64 can square.")
+    tiny = std <= 1e-12 * (np.abs(mean) + typical)
+    scale = np.where(tiny | (std == 0), 1.0, std)
+    return mean, scale
+
+
+def check_sample_weight(sample_weight, n, *, name="sample_weight"):
+    """Non-negative finite per-row weights as float64 of shape (n,); ``None`` gives ones."""
+    if sample_weight is None:
+        return np.ones(n)
+    w = np.asarray(sample_weight)
+    if w.dtype.kind not in "biuf" or w.dtype == bool:
+        raise TypeError(f"'{name}' must be numbers; got dtype {w.dtype}.")
+    w = w.astype(np.float64)
+    if w.ndim == 0:
+        w = np.full(n, float(w))
+    if w.shape != (n,):
+        raise ValueError(f"'{name}' must have shape ({n},), one weight per row of X; got shape "
+                         f"{w.shape}.")
+    if not np.all(np.isfinite(w)) or np.any(w < 0):
+        bad = w[~np.isfinite(w) | (w < 0)][0]
+        raise ValueError(f"'{name}' must be finite and non-negative; got a weight {bad!r}.")
+    if n and not w.any():
+        raise ValueError(f"The sample weights in '{name}' are all zero; give some rows a "
+                         "positive weight.")
+    return w
+
+
+def split_unlabelled(y, unlabelled):
+    """Boolean mask of the rows of ``y`` marked by ``unlabelled`` (``None``: no marker).
+
+    The marker matches by value and type family: the integer ``-1`` marks ``-1`` and ``-1.0``
+    in numeric arrays and the *number* -1 in object arrays, never the string ``"-1"``; a
+    string marker matches that string.
+    """
+    if unlabelled is None:
+        return np.zeros(y.shape[0], dtype=bool)
+    if isinstance(unlabelled, str):
+        if y.dtype.kind in "US":
+            return y == unlabelled
+        if y.dtype.kind == "O":
+            return np.array([isinstance(v, str) and v == unlabelled for v in y], dtype=bool)
+        return np.zeros(y.shape[0], dtype=bool)
+    if y.dtype.kind in "iuf":
+        return y == unlabelled
+    if y.dtype.kind == "O":
+        return np.array([isinstance(v, numbers.Number) and not isinstance(v, bool)
+                         and v == unlabelled for v in y], dtype=bool)
+    return np.zeros(y.shape[0], dtype=bool)
+
+
+def warn_if_marker_looks_like_a_class(y, unlabelled_mask, unlabelled, stacklevel=4):
+    """Warn when the rows marked unlabelled look like a genuine class.
+
+    Semi-supervised data usually marks *many* rows; a label set such as ``{-1, 1}`` or
+    ``{-1, 0, 1}`` in which the marked rows are about as frequent as the classes is more
+    likely a genuine class ``-1``.
+    """
+    n_marked = int(unlabelled_mask.sum())
+    if n_marked == 0 or n_marked == unlabelled_mask.size:
+        return
+    _, counts = np.unique(y[~unlabelled_mask], return_counts=True)
+    if counts.size <= 3 and n_marked <= 2 * counts.max():
+        warnings.warn(
+            f"{n_marked} rows have the label {unlabelled!r}, which marks unlabelled rows "
+            f"(excluded from the loss), beside {counts.size} classes of "
+            f"{counts.min()}-{counts.max()} rows: if {unlabelled!r} is a genuine class, pass "
+            "unlabelled=None.", UserWarning, stacklevel=stacklevel)

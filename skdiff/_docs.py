@@ -1,0 +1,126 @@
+"""Shared parameter documentation, filled into class docstrings (as MNE-Python's ``fill_doc``).
+
+A docstring line that holds only ``%(name)s`` becomes that parameter's numpydoc entry: the
+header ``name : type, default=<value>`` with the default read from the class's ``__init__``
+signature (so the text cannot disagree with the code) and the shared description below it.
+A name that is not a parameter of ``__init__`` (a fitted attribute) gets the header
+``name : type``. An entry whose value is a list of names is a group, expanded in order; a
+string is a verbatim block (e.g. the references of a model family).
+Families add their own entries (e.g. the network parameters shared by a classifier and a
+regressor) by passing a dict.
+"""
+
+from __future__ import annotations
+
+import inspect
+import re
+import textwrap
+
+__all__ = ["TRAINING_DOCS", "fill_doc", "parse_docs"]
+
+def parse_docs(text):
+    """numpydoc parameter entries (``name : type`` then an indented description) -> a dict
+    ``name -> (type, description)`` for :func:`fill_doc`."""
+    entries = {}
+    for block in re.split(r"\n(?=\S)", textwrap.dedent(text).strip()):
+        header, _, body = block.partition("\n")
+        name, _, kind = header.partition(" : ")
+        entries[name.strip()] = (kind.strip(), " ".join(body.split()))
+    return entries
+
+
+#: name -> (type, description) of the training parameters of the trainable estimators and
+#: of their fitted network attributes; lists are groups.
+TRAINING_DOCS = parse_docs("""
+max_epochs : int
+    Most training epochs.
+lr : float
+    Adam learning rate.
+weight_decay : float
+    Adam L2 penalty on the weights.
+early_stopping : bool
+    Hold out ``validation_fraction`` of the labelled rows (how: see the class
+    description), stop after ``n_iter_no_change`` epochs without a better validation
+    score and restore the weights of the best epoch (skorch's
+    ``EarlyStopping(load_best=True)``). With too few rows for a validation split the
+    training loss is monitored instead.
+validation_fraction : float in (0, 1)
+    Fraction of the candidate rows held out for early stopping, rounded up (as
+    :func:`~sklearn.model_selection.train_test_split`). Ignored without
+    ``early_stopping``.
+n_iter_no_change : int
+    Epochs without improvement before early stopping ends training.
+n_init : int
+    Networks trained from different random initialisations (the first from the fit seed,
+    the others from seeds drawn from it); the one with the best validation score
+    (without validation rows: the lowest final training loss) is kept, as ``KMeans``
+    keeps the best of its ``n_init`` runs. Costs ``n_init`` fits; ``init_scores_`` holds
+    every score. A warm start or ``partial_fit`` continues the kept network.
+warm_start : bool
+    Continue training the fitted network (keeping its scalers and classes) on the next
+    ``fit``.
+device : str or torch.device
+    Where the network runs: ``'auto'`` (CUDA when available, else the CPU), ``'cpu'``,
+    ``'cuda'`` or ``'cuda:<index>'``. Resolved in ``fit`` (``device_``); a device that
+    is not available is an error there.
+random_state : int, RandomState instance or None
+    Seeds initialisation, dropout, shuffling and the validation split: the same value
+    gives the same predictions on the CPU. The caller's global torch and numpy random
+    states are left untouched.
+verbose : int
+    0 prints nothing; 1 or more prints skorch's epoch table and a progress bar.
+callbacks : list of skorch callbacks or (name, callback) pairs, or None
+    Extra skorch callbacks run during training, after the estimator's own (early
+    stopping, the non-finite-loss guard).
+module_ : torch.nn.Module
+    The trained network.
+net_ : skorch.NeuralNet
+    The skorch net that trained it.
+history_ : skorch.History
+    Per-epoch training loss and validation scores.
+device_ : str
+    The device the network is on.
+seed_ : int
+    The seed of this fit (of the kept initialisation with ``n_init``).
+""")
+TRAINING_DOCS["training_parameters"] = [
+    "max_epochs", "lr", "weight_decay", "batch_size", "early_stopping",
+    "validation_fraction", "n_iter_no_change", "n_init", "warm_start", "device",
+    "random_state", "verbose", "callbacks"]
+TRAINING_DOCS["network_attributes"] = [
+    "module_", "net_", "history_", "device_", "seed_"]
+
+
+def _entry(name, docs, signature, indent):
+    if name not in docs:
+        raise ValueError(f"fill_doc: no documentation for {name!r}.")
+    if isinstance(docs[name], list):
+        return "\n".join(_entry(n, docs, signature, indent) for n in docs[name])
+    if isinstance(docs[name], str):  # a verbatim block (e.g. references)
+        return textwrap.indent(textwrap.dedent(docs[name]).strip("\n"), indent)
+    kind, text = docs[name]
+    param = signature.parameters.get(name)
+    header = f"{indent}{name} : {kind}"
+    if param is not None and param.default is not inspect.Parameter.empty:
+        default = param.default
+        header += f', default="{default}"' if isinstance(default, str) else \
+            f", default={default!r}"
+    body = textwrap.fill(text, width=96 - len(indent), initial_indent=indent + "    ",
+                         subsequent_indent=indent + "    ")
+    return header + "\n" + body
+
+
+def fill_doc(*extra_docs):
+    """Class decorator: expand ``%(name)s`` lines of the docstring (see the module docstring)."""
+    docs = dict(TRAINING_DOCS)
+    for d in extra_docs:
+        docs.update(d)
+
+    def decorate(cls):
+        signature = inspect.signature(cls.__init__)
+        pattern = re.compile(r"^([ \t]*)%\((\w+)\)s[ \t]*$", re.MULTILINE)
+        cls.__doc__ = pattern.sub(
+            lambda m: _entry(m.group(2), docs, signature, m.group(1)), cls.__doc__)
+        return cls
+
+    return decorate

@@ -1,0 +1,131 @@
+"""Graphs among samples or channels: validation, the :class:`Graph` container, node ids."""
+
+from __future__ import annotations
+
+import uuid
+
+import numpy as np
+import scipy.sparse as sp
+from sklearn.utils import check_array
+
+__all__ = ["Graph", "check_adjacency", "check_node_ids"]
+
+
+def check_adjacency(adjacency, n, *, name="adjacency", what="rows of X", symmetrize=True):
+    """Validate an adjacency matrix over ``n`` items and return it as float CSR.
+
+    Accepts scipy sparse matrices/arrays and dense array-likes. The matrix must be square,
+    ``n`` x ``n``, finite and non-negative. An asymmetric matrix is symmetrised as
+    ``max(A, A.T)`` (documented behaviour: edges are treated as undirected) when ``symmetrize``
+    is true, and refused otherwise.
+    """
+    if adjacency is None:
+        raise ValueError(f"'{name}' is None; pass a (n, n) matrix or omit it.")
+    if sp.issparse(adjacency):
+        A = sp.csr_matrix(adjacency, dtype=np.float64)
+    else:
+        try:
+            A = np.asarray(adjacency, dtype=np.float64)
+        except (TypeError, ValueError) as exc:
+            raise TypeError(
+                f"'{name}' must be a scipy sparse matrix or a dense 2-D array of numbers; got "
+                f"{type(adjacency).__name__}."
+            ) from exc
+        if A.ndim != 2:
+            raise ValueError(f"'{name}' must be 2-D (n, n); got an array of shape {A.shape}.")
+        A = sp.csr_matrix(A)
+    if A.shape[0] != A.shape[1]:
+        raise ValueError(f"'{name}' must be square; got shape {A.shape}.")
+    if A.shape[0] != n:
+        raise ValueError(
+            f"'{name}' has shape {A.shape} but there are {n} {what}: it must be ({n}, {n})."
+        )
+    if not np.all(np.isfinite(A.data)):
+        raise ValueError(f"'{name}' contains NaN or infinite values; edge weights must be finite.")
+    if A.data.size and A.data.min() < 0:
+        raise ValueError(
+            f"'{name}' has negative entries (min {A.data.min():g}); edge weights must be >= 0."
+        )
+    A.eliminate_zeros()
+    if (A != A.T).nnz:
+        if not symmetrize:
+            raise ValueError(f"'{name}' must be symmetric.")
+        A = A.maximum(A.T).tocsr()
+    return A
+
+
+def check_node_ids(X, n_nodes):
+    """Validate ``X``, a column of integer node ids of a graph of ``n_nodes``; -> int64 (k,).
+
+    Duplicate ids are refused: each node is one sample.
+    """
+    ids = np.asarray(X)
+    if ids.ndim == 2 and ids.shape[1] == 1:
+        ids = ids[:, 0]
+    integral = ids.dtype.kind in "iu" or (
+        ids.dtype.kind == "f" and np.all(np.isfinite(ids)) and np.all(ids == np.round(ids)))
+    if ids.ndim != 1 or not integral:
+        raise ValueError(
+            "With 'graph', X must be a column of integer node ids of shape (k, 1) (use "
+            f"graph.node_ids()); got an array of shape {np.shape(X)} and dtype {ids.dtype}.")
+    ids = ids.astype(np.int64)
+    if ids.size and (ids.min() < 0 or ids.max() >= n_nodes):
+        raise ValueError(f"Node ids must lie in [0, {n_nodes}) for a graph of {n_nodes} "
+                         f"nodes; got ids from {ids.min()} to {ids.max()}.")
+    return ids
+
+
+class Graph:
+    """One whole graph (node features + adjacency) that travels through scikit-learn untouched.
+
+    scikit-learn slices sample-aligned fit parameters by rows, so an (n, n) adjacency cannot be
+    cross-validated as a fit parameter. A ``Graph`` has no ``__len__`` nor ``shape``: it passes
+    through :class:`~sklearn.model_selection.GridSearchCV` and ``cross_validate`` as is, while
+    ``X`` is a column of node ids that the splitters slice. Treat it as immutable.
+
+    Parameters
+    ----------
+    features : {array-like, sparse matrix} of shape (n_nodes, n_features)
+        Node features (finite).
+    adjacency : {array-like, sparse matrix} of shape (n_nodes, n_nodes)
+        Non-negative edge weights; an asymmetric matrix is symmetrised as ``max(A, A.T)``.
+
+    Attributes
+    ----------
+    features : ndarray or scipy CSR matrix of shape (n_nodes, n_features), float32
+    adjacency : scipy CSR matrix of shape (n_nodes, n_nodes), float64
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from skdiff import Graph
+    >>> g = Graph(np.eye(3), np.array([[0, 1, 0], [1, 0, 1], [0, 1, 0]]))
+    >>> g.n_nodes, g.node_ids().ravel().tolist()
+    (3, [0, 1, 2])
+    """
+
+    def __init__(self, features, adjacency):
+        self.features = check_array(features, accept_sparse="csr", dtype=np.float32,
+                                    input_name="features")
+        self.adjacency = check_adjacency(adjacency, self.features.shape[0], name="adjacency",
+                                         what="nodes (rows of 'features')")
+        # identifies this graph in caches (a graph is immutable once built)
+        self._token = uuid.uuid4().hex
+
+    @property
+    def n_nodes(self):
+        """Number of nodes."""
+        return self.features.shape[0]
+
+    @property
+    def n_features(self):
+        """Number of node features."""
+        return self.features.shape[1]
+
+    def node_ids(self):
+        """The column of all node ids, shape (n_nodes, 1): the ``X`` of ``fit``/``predict``."""
+        return np.arange(self.n_nodes).reshape(-1, 1)
+
+    def __repr__(self):
+        return (f"Graph(n_nodes={self.n_nodes}, n_features={self.n_features}, "
+                f"n_edges={self.adjacency.nnz // 2})")

@@ -1,0 +1,226 @@
+"""What classifiers and regressors share, on top of the estimator skeleton.
+
+:class:`ClassifierTask` encodes labels (strings allowed, an optional marker for unlabelled
+rows), trains with a per-row weighted cross-entropy, predicts through ``predict_proba`` and
+scores on labelled rows. :class:`RegressorTask` standardises ``y`` (NaN rows are unlabelled
+where the family allows it), trains with a per-row weighted squared error, predicts in the
+original units with an optional standard deviation, and scores R² on labelled rows. Both map
+raw network outputs to predictions and to Monte Carlo samples (sample axis last).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import torch
+from sklearn.base import ClassifierMixin, RegressorMixin
+from sklearn.metrics import accuracy_score, r2_score
+from sklearn.utils import column_or_1d
+from sklearn.utils.multiclass import check_classification_targets
+
+from ._base import EstimatorBase, check_is_fitted
+from ._checks import fit_scale, split_unlabelled, warn_if_marker_looks_like_a_class
+from .nn.losses import WeightedCrossEntropy, WeightedMSE
+
+__all__ = ["ClassifierTask", "RegressorTask"]
+
+
+def _as_label_array(y):
+    """``y`` as a 1-D array; a list mixing strings and numbers stays an object array (so the
+    number ``-1`` is not turned into the string ``'-1'``)."""
+    if isinstance(y, (list, tuple)):
+        kinds = {isinstance(v, str) for v in y}
+        y = np.asarray(y, dtype=object) if len(kinds) > 1 else np.asarray(y)
+    else:
+        y = np.asarray(y)
+    if y.ndim == 2 and y.shape[1] == 1:
+        y = column_or_1d(y, warn=True)
+    if y.ndim != 1:
+        raise ValueError(f"y must be 1-D, one label per row; got an array of shape {y.shape}.")
+    return y
+
+
+class ClassifierTask(ClassifierMixin, EstimatorBase):
+    """Label handling, loss and predictions of the classifiers (see the module docstring)."""
+
+    _split_policy = "stratified"
+
+    def _unlabelled_marker(self):
+        """The label that marks unlabelled rows (``None``: every row is labelled)."""
+        return None
+
+    def _targets(self, y, *, reset, classes=None):
+        """(codes, labelled mask, strata): integer codes of ``y``, -1 on unlabelled rows.
+
+        Sets ``classes_`` when ``reset``. ``classes`` lists every class up front
+        (``partial_fit``); a later call must use the fitted classes.
+        """
+        y = _as_label_array(y)
+        marker = self._unlabelled_marker()
+        unl = split_unlabelled(y, marker)
+        labelled = y[~unl]
+        if labelled.size == 0:
+            raise ValueError(f"y has no labelled rows (all are {marker!r}); label at least one "
+                             "row of each of two classes.")
+        if reset:
+            warn_if_marker_looks_like_a_class(y, unl, marker)
+        check_classification_targets(labelled)
+        if classes is None and not reset:
+            classes = self.classes_
+        if classes is None:
+            classes = np.unique(labelled)
+        else:
+            classes = np.unique(np.asarray(classes))
+            unknown = np.setdiff1d(labelled, classes)
+            if unknown.size:
+                raise ValueError(f"y contains labels {unknown.tolist()} that are not in the "
+                                 f"classes {classes.tolist()}; pass every class.")
+        if classes.size < 2:
+            raise ValueError(f"y contains only one class ({classes[0]!r}) among the labelled "
+                             f"rows; {type(self).__name__} needs at least 2 classes.")
+        if not reset and not np.array_equal(classes, self.classes_):
+            raise ValueError("warm_start=True or partial_fit needs the same classes as the "
+                             f"previous fit ({self.classes_.tolist()}); got {classes.tolist()}.")
+        codes = np.full(y.shape[0], -1, dtype=np.int64)
+        codes[~unl] = np.searchsorted(classes, labelled)
+        self.classes_ = classes
+        return codes, ~unl, codes
+
+    def _criterion(self):
+        return WeightedCrossEntropy, {}
+
+    def _from_outputs(self, raw, *, samples=False):
+        """Logits (rows, classes[, samples]) -> probabilities over the class axis."""
+        return torch.softmax(torch.as_tensor(raw, dtype=torch.float64), dim=1).numpy()
+
+    def _predict_from_outputs(self, raw):
+        """Logits (rows, classes) -> the most probable class of each row."""
+        return self.classes_[np.asarray(raw).argmax(axis=1)]
+
+    def predict_proba(self, X, **predict_params):
+        """Class probabilities of the rows of ``X``, shape (n_rows, n_classes)."""
+        return self._from_outputs(self._predict_outputs(X, **predict_params))
+
+    def predict(self, X, **predict_params):
+        """The most probable class of each row of ``X``, shape (n_rows,)."""
+        proba = self.predict_proba(X, **predict_params)
+        return self.classes_[proba.argmax(axis=1)]
+
+    def score(self, X, y, sample_weight=None, **predict_params):
+        """Accuracy on the labelled rows of ``y`` (rows marked unlabelled are left out).
+
+        A cross-validation over semi-supervised targets (``-1`` outside the labelled set)
+        therefore scores only the rows whose label is known.
+        """
+        y = _as_label_array(y)
+        keep = ~split_unlabelled(y, self._unlabelled_marker())
+        if not keep.any():
+            raise ValueError("y has no labelled rows to score.")
+        pred = self.predict(X, **predict_params)
+        w = None if sample_weight is None else np.asarray(sample_weight)[keep]
+        return float(accuracy_score(y[keep], pred[keep], sample_weight=w))
+
+
+class RegressorTask(RegressorMixin, EstimatorBase):
+    """Target scaling, loss and predictions of the regressors (see the module docstring)."""
+
+    _split_policy = "random"
+
+    #: Whether NaN rows of ``y`` mean "unlabelled" (else NaN is an error).
+    _nan_is_unlabelled = False
+
+    #: Monte Carlo dropout draws behind ``predict(return_std=True)``.
+    _n_std_samples = 30
+
+    def _targets(self, y, *, reset, classes=None):
+        """(standardised float32 targets (n, n_outputs), labelled mask, None).
+
+        Sets the scaler (``y_mean_``, ``y_scale_``, ``n_outputs_``) when ``reset``.
+        """
+        y = np.asarray(y, dtype=np.float64)
+        if y.ndim not in (1, 2):
+            raise ValueError(f"y must be 1-D or 2-D (n_samples, n_outputs); got shape {y.shape}.")
+        y2 = y.reshape(len(y), -1)
+        nan = np.isnan(y2)
+        labelled = ~nan.any(axis=1)
+        if nan.any():
+            if not self._nan_is_unlabelled:
+                raise ValueError(f"y contains NaN; {type(self).__name__} needs a value for "
+                                 "every row.")
+            partial = nan.any(axis=1) & ~nan.all(axis=1)
+            if partial.any():
+                raise ValueError(
+                    f"Row {int(np.flatnonzero(partial)[0])} of y has NaN in some outputs but "
+                    "not all; NaN marks a whole row as unlabelled: set every output of that "
+                    "row to NaN, or fill the missing values.")
+            if not labelled.any():
+                raise ValueError("y has no labelled rows (all are NaN).")
+        if np.isinf(y2).any():
+            raise ValueError("y contains infinite values; every target must be finite.")
+        if reset:
+            self._y_1d = y.ndim == 1
+            self.n_outputs_ = y2.shape[1]
+            self.y_mean_, self.y_scale_ = fit_scale(y2[labelled], name="y")
+        elif y2.shape[1] != self.n_outputs_:
+            raise ValueError(
+                f"y has {y2.shape[1]} outputs but the fitted network predicts {self.n_outputs_}."
+            )
+        z = (y2 - self.y_mean_) / self.y_scale_
+        return z.astype(np.float32), labelled, None
+
+    def _criterion(self):
+        return WeightedMSE, {}
+
+    def _unscale(self, z, axis=1):
+        """Standardised outputs -> the units of ``y``; the output axis is ``axis``."""
+        shape = [1] * z.ndim
+        shape[axis] = -1
+        out = z * self.y_scale_.reshape(shape) + self.y_mean_.reshape(shape)
+        return out.take(0, axis=axis) if self._y_1d else out
+
+    def _from_outputs(self, raw, *, samples=False):
+        """Standardised means (rows, outputs[, samples]) -> predictions in ``y``'s units."""
+        return self._unscale(raw[:, :self.n_outputs_])
+
+    def _predict_from_outputs(self, raw):
+        """Raw outputs (rows, outputs) -> predictions in the units of ``y``."""
+        return self._from_outputs(raw)
+
+    def _predictive_std(self, inputs):
+        """Standardised predictive std (rows, outputs): the spread of Monte Carlo dropout
+        draws, seeded by the fit seed so ``predict`` is deterministic."""
+        raw = self._mc_outputs(inputs, self._n_std_samples, self.seed_)
+        return raw[:, :self.n_outputs_].std(axis=-1)
+
+    def predict(self, X, return_std=False, **predict_params):
+        """Predictions in the units of ``y``; with ``return_std`` also the predictive std.
+
+        Returns
+        -------
+        y_pred : ndarray of shape (n_rows,) or (n_rows, n_outputs)
+        y_std : ndarray of the same shape, only with ``return_std``
+        """
+        check_is_fitted(self)
+        inputs = self._prepare_predict(X, **predict_params)
+        with self._inference():
+            raw = self._outputs(inputs)
+        mean = self._from_outputs(raw)
+        if not return_std:
+            return mean
+        std = self._predictive_std(inputs) * self.y_scale_
+        return mean, (std[:, 0] if self._y_1d else std)
+
+    def __sklearn_tags__(self):
+        tags = super().__sklearn_tags__()
+        tags.target_tags.multi_output = True
+        return tags
+
+    def score(self, X, y, sample_weight=None, **predict_params):
+        """R² on the rows of ``y`` that have a value (NaN rows are left out)."""
+        y = np.asarray(y, dtype=np.float64)
+        keep = ~np.isnan(y.reshape(len(y), -1)).any(axis=1)
+        if not keep.any():
+            raise ValueError("y has no labelled rows to score.")
+        pred = self.predict(X, **predict_params)
+        w = None if sample_weight is None else np.asarray(sample_weight)[keep]
+        return float(r2_score(y[keep], pred[keep], sample_weight=w))
+

@@ -1,0 +1,67 @@
+"""Flowformer's data handling: sequence layout, per-channel scaling, the ridge skip start.
+
+Sequences arrive as ``X`` of shape (n, L) (univariate) or (n, L, C) (multivariate, the
+tslearn convention); everything downstream sees float32 (n, L, C). Each channel is
+standardised with its mean and standard deviation over all training samples and steps
+(computed in float64).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+__all__ = ["check_ragged", "ridge_skip"]
+
+
+def check_ragged(X):
+    """Refuse a ragged list of sequences with an error that says what to do."""
+    if hasattr(X, "shape") or hasattr(X, "__array__"):
+        return
+    try:
+        np.asarray(X, dtype=np.float64)
+    except (ValueError, TypeError) as exc:
+        if "inhomogeneous" in str(exc) or "sequence" in str(exc):
+            raise ValueError(
+                "X is ragged: every sequence must have the same length (and channels). Pad "
+                "or crop them, or cut a long series with skdiff.datasets.make_windows."
+            ) from exc
+
+
+#: Ridge penalties (times the number of rows) tried for the skip on the validation rows.
+RIDGE_PENALTIES = (1e-4, 1e-3, 1e-2, 1e-1, 1.0)
+
+
+def ridge_skip(F_all, ys, train, valid, n_skip_outputs):
+    """Closed-form ridge start of the instance-norm linear skip.
+
+    ``F_all`` (n, f) are the skip's features of every row and ``ys`` (n, k) the standardised
+    targets; the ridge is fitted on the rows ``train``. The penalty is ``1e-3 n`` or, with
+    validation rows, the one of ``n * RIDGE_PENALTIES`` with the lowest validation MSE (the
+    window features of many channels need a strong penalty). Returns ``(weight, bias)`` of
+    shapes (n_skip_outputs, f) and (n_skip_outputs,): the first k rows hold the ridge
+    solution; with a Gaussian head (``n_skip_outputs == 2k``) the last k biases start at the
+    inverse softplus of the ridge's residual variance.
+    """
+    F, ytr = F_all[train], ys[train]
+    f_mean, y_mean = F.mean(0), ytr.mean(0)
+    Fc, yc = F - f_mean, ytr - y_mean
+    k = ys.shape[1]
+    gram, rhs = Fc.T @ Fc, Fc.T @ yc
+    eye = np.eye(F.shape[1])
+
+    def solve(alpha):
+        return np.linalg.solve(gram + alpha * len(F) * eye, rhs)
+
+    if valid is None or len(valid) == 0:
+        W = solve(1e-3)
+    else:
+        Fv, yv = F_all[valid] - f_mean, ys[valid] - y_mean
+        W = min((solve(a) for a in RIDGE_PENALTIES), key=lambda w: ((Fv @ w - yv) ** 2).mean())
+    b = y_mean - f_mean @ W
+    resid = np.maximum(((yc - Fc @ W) ** 2).mean(0), 1e-4)
+    weight = np.zeros((n_skip_outputs, F.shape[1]))
+    bias = np.zeros(n_skip_outputs)
+    weight[:k], bias[:k] = W.T, b
+    if n_skip_outputs == 2 * k:  # Gaussian head: inverse softplus of the residual variance
+        bias[k:] = np.log(np.expm1(resid))
+    return weight, bias

@@ -1,0 +1,511 @@
+"""Flowformer estimators: sequence regression/forecasting and sequence classification.
+
+See :mod:`skdiff.nn.flowformer` for the network and the user guide for the method.
+"""
+
+from __future__ import annotations
+
+import copy
+import numbers
+import weakref
+
+import numpy as np
+import torch
+from sklearn.utils.validation import check_is_fitted, validate_data
+
+from .._base import (
+    TRAINING_PARAMETER_CONSTRAINTS,
+    FitData,
+    Interval,
+    NeuralEstimatorBase,
+    StrOptions,
+)
+from .._checks import check_sample_weight, fit_scale
+from .._docs import fill_doc, parse_docs
+from .._graph import check_adjacency
+from .._tasks import ClassifierTask, RegressorTask
+from ..nn.flowformer import Flowformer
+from ..nn.graph import edge_index_from_scipy, normalized_adjacency
+from ..nn.losses import GaussianNLL, gaussian_variance
+from ._data import check_ragged, ridge_skip
+
+__all__ = ["FlowformerClassifier", "FlowformerRegressor"]
+
+# float64 inference copies of fitted networks, keyed by the network (see _module64)
+_MODULE64 = weakref.WeakKeyDictionary()
+
+#: z-value of the central 90 % interval of a standard normal
+_Z90 = 1.6448536269514722
+
+FLOWFORMER_DOCS = parse_docs("""
+hidden_dim : int
+    Token width (the official ``d_model``).
+n_heads : int
+    Attention heads; must divide ``hidden_dim``.
+n_layers : int
+    Encoder layers.
+ff_dim : int or None
+    Feed-forward width; ``None`` uses ``hidden_dim`` (official ``d_ff = d_model``).
+dropout : float in [0, 1)
+    Dropout of the attention output, the feed-forward block, the input and the head.
+causal : bool
+    Causal Flow-Attention (position t sees only positions <= t); with ``pooling="last"``
+    an autoregressive summary of the window.
+clamp : float or None
+    Bound of the conserved outgoing flow (official core file: 1.0; ``None``: no clamp).
+pooling : {"mean", "last", "flatten"}
+    Head input: the mean of the tokens, the last token, or all tokens flattened (the
+    official UEA head, which fixes the sequence length).
+attention : {"flow", "softmax"}
+    ``"softmax"`` swaps in standard attention (a Transformer of the same size, a
+    baseline).
+instance_norm : bool
+    Normalise every window by its own per-channel mean and std before the encoder,
+    multiply the encoder's output back by the window's std (RevIN, Kim et al. 2022; with
+    several channels a learnt geometric mixture of their stds) and add a linear skip of
+    the window's statistics (``skip``), started at its ridge solution on the training
+    rows with the penalty chosen on the validation rows. An skdiff addition that helps
+    on non-stationary series.
+skip : {"level", "window"}
+    Features of the linear skip (with ``instance_norm``): ``"level"``, the per-channel
+    [mean, std, last value], trained with the network; ``"window"``, those plus every
+    input value: a ridge autoregression on the whole window, kept fixed at its validated
+    ridge solution, so the encoder learns the residual of a linear forecast.
+    ``"window"`` fixes the sequence length.
+patch_len : int or None
+    ``None``: one token per time step (the official model). An integer p: one token per
+    patch of p consecutive steps (all channels of those steps, or one channel's with an
+    ``adjacency``), as in PatchTST (Nie et al., ICLR 2023); attention then runs over
+    about L / ``patch_stride`` tokens. Needs p <= L.
+patch_stride : int or None
+    Step between patch starts, ``1 <= patch_stride <= patch_len`` (``None``: equal to
+    ``patch_len``, non-overlapping). The end of the window is padded with copies of its
+    last value when the patches do not tile it exactly.
+batch_size : int
+    Sequences per training step.
+n_features_in_ : int
+    Sequence length L seen in ``fit`` (scikit-learn counts the second axis as features).
+sequence_length_ : int
+    Same as ``n_features_in_``; predict needs sequences of this length.
+n_channels_in_ : int
+    Channels C (1 for 2-D ``X``).
+x_mean_ : ndarray of shape (C,)
+    Per-channel mean of ``X`` (its standardisation).
+x_scale_ : ndarray of shape (C,)
+    Per-channel scale of ``X``.
+adjacency_ : ndarray of shape (C, C) or None
+    The normalised channel graph :math:`\\hat D^{-1/2}(A+I)\\hat D^{-1/2}` in use.
+init_scores_ : ndarray of shape (n_init,)
+    Best validation loss (without validation rows: final training loss) of every
+    initialisation; the kept network is the argmin.
+""")
+FLOWFORMER_DOCS["parameters"] = ["network_parameters", "training_parameters"]
+FLOWFORMER_DOCS["network_parameters"] = [
+    "hidden_dim", "n_heads", "n_layers", "ff_dim", "dropout", "causal", "clamp", "pooling",
+    "attention", "instance_norm", "skip", "patch_len", "patch_stride"]
+FLOWFORMER_DOCS["sequence_attributes"] = [
+    "n_features_in_", "sequence_length_", "n_channels_in_", "x_mean_", "x_scale_",
+    "adjacency_", "init_scores_"]
+
+_MODEL_CONSTRAINTS = {
+    "hidden_dim": [Interval(numbers.Integral, 1, None, closed="left")],
+    "n_heads": [Interval(numbers.Integral, 1, None, closed="left")],
+    "n_layers": [Interval(numbers.Integral, 0, None, closed="left")],
+    "ff_dim": [Interval(numbers.Integral, 1, None, closed="left"), None],
+    "dropout": [Interval(numbers.Real, 0, 1, closed="left")],
+    "causal": ["boolean"],
+    "clamp": [Interval(numbers.Real, 0, None, closed="neither"), None],
+    "pooling": [StrOptions({"mean", "last", "flatten"})],
+    "attention": [StrOptions({"flow", "softmax"})],
+    "instance_norm": ["boolean"],
+    "skip": [StrOptions({"level", "window"})],
+    "patch_len": [Interval(numbers.Integral, 1, None, closed="left"), None],
+    "patch_stride": [Interval(numbers.Integral, 1, None, closed="left"), None],
+}
+
+
+class _FlowformerBase(NeuralEstimatorBase):
+    """Sequence inputs, network and inference shared by the Flowformer estimators."""
+
+    _parameter_constraints = {**TRAINING_PARAMETER_CONSTRAINTS, **_MODEL_CONSTRAINTS}
+
+    def __sklearn_tags__(self):
+        tags = super().__sklearn_tags__()
+        tags.input_tags.three_d_array = True
+        return tags
+
+    # -- inputs ----------------------------------------------------------------------------
+    def _sequences(self, X, *, reset):
+        """Validate X (n, L) or (n, L, C) -> float32 (n, L, C); sets the shape attributes."""
+        check_ragged(X)
+        X = validate_data(self, X, allow_nd=True, dtype=np.float32, reset=reset)
+        if X.ndim > 3:
+            raise ValueError(
+                f"X must be 2-D (n_samples, length) or 3-D (n_samples, length, n_channels); "
+                f"got an array of shape {X.shape}.")
+        if X.ndim == 2:
+            X = X[:, :, None]
+        if reset:
+            self.n_channels_in_ = X.shape[2]
+            self.sequence_length_ = X.shape[1]
+        elif X.shape[2] != self.n_channels_in_:
+            raise ValueError(f"X has {X.shape[2]} channels but {type(self).__name__} was "
+                             f"fitted on {self.n_channels_in_}.")
+        if reset:
+            self.x_mean_, self.x_scale_ = fit_scale(X.reshape(-1, X.shape[2]), name="X")
+        return ((X - self.x_mean_) / self.x_scale_).astype(np.float32)
+
+    def _channel_graph(self, adjacency, reset):
+        """The normalised channel graph :math:`\\hat D^{-1/2}(A+I)\\hat D^{-1/2}` or None."""
+        if not reset:
+            return
+        if adjacency is None:
+            self.adjacency_ = None
+            return
+        A = check_adjacency(adjacency, self.n_channels_in_, what="channels of X")
+        ei, ew = edge_index_from_scipy(A)
+        self.adjacency_ = normalized_adjacency(ei, ew, self.n_channels_in_).to_dense().numpy()
+
+    def _check_model_params(self):
+        """Checks across parameters, with the fix in the message."""
+        if self.hidden_dim % self.n_heads:
+            raise ValueError(
+                f"'hidden_dim' ({self.hidden_dim}) must be divisible by 'n_heads' "
+                f"({self.n_heads}); e.g. hidden_dim="
+                f"{self.n_heads * max(1, self.hidden_dim // self.n_heads)}.")
+        if self.skip == "window" and not self.instance_norm:
+            raise ValueError(
+                "skip='window' is the linear skip of the instance normalisation and needs "
+                "instance_norm=True; got instance_norm=False. Set instance_norm=True, or leave "
+                "skip at its default 'level' (ignored without instance_norm).")
+        if self.patch_len is None and self.patch_stride is not None:
+            raise ValueError(
+                f"'patch_stride' ({self.patch_stride}) is the step between patches and needs "
+                f"'patch_len'; got patch_len=None. Set patch_len, or leave patch_stride=None.")
+        if self.patch_len is not None and self.patch_len > self.sequence_length_:
+            raise ValueError(
+                f"'patch_len' ({self.patch_len}) is longer than the sequences of X "
+                f"({self.sequence_length_} steps); use patch_len <= {self.sequence_length_}.")
+        if self.patch_stride is not None and self.patch_stride > self.patch_len:
+            raise ValueError(
+                f"'patch_stride' ({self.patch_stride}) is larger than 'patch_len' "
+                f"({self.patch_len}): the steps between patches would be left out; use "
+                f"patch_stride <= patch_len.")
+
+    # -- the skeleton's hooks --------------------------------------------------------------
+    def _make_data(self, X, y, *, reset, adjacency=None, sample_weight=None, classes=None):
+        Xs = self._sequences(X, reset=reset)
+        targets, _, strata = self._targets(y, reset=reset, classes=classes)
+        if len(targets) != len(Xs):
+            raise ValueError(f"X has {len(Xs)} rows but y has {len(targets)}; pass one target "
+                             "per sequence.")
+        if reset:
+            self._check_model_params()
+        self._channel_graph(adjacency, reset)
+        weights = check_sample_weight(sample_weight, len(Xs))
+        return FitData(rows=np.arange(len(Xs)), strata=strata,
+                       extra=dict(X=Xs, targets=targets, weights=weights))
+
+    def _n_network_outputs(self):  # pragma: no cover - the task layer's
+        raise NotImplementedError
+
+    def _n_variance_outputs(self):
+        """Head outputs that are variances (fed detached features); 0 without a Gaussian head."""
+        return 0
+
+    def _build_module(self, data):
+        return Flowformer(
+            self.n_channels_in_, self._n_network_outputs(), self.sequence_length_,
+            hidden_dim=self.hidden_dim, n_heads=self.n_heads, n_layers=self.n_layers,
+            ff_dim=self.ff_dim, dropout=self.dropout, causal=self.causal, clamp=self.clamp,
+            pooling=self.pooling, attention=self.attention, adjacency=self.adjacency_,
+            instance_norm=self.instance_norm, skip=self.skip, patch_len=self.patch_len,
+            patch_stride=self.patch_stride, n_detached_outputs=self._n_variance_outputs())
+
+    def fit(self, X, y, adjacency=None, *, sample_weight=None):
+        """Fit the network.
+
+        Parameters
+        ----------
+        X : array-like of shape (n_samples, length) or (n_samples, length, n_channels)
+            Sequences.
+        y : array-like of shape (n_samples,), or (n_samples, n_outputs) for the regressor
+            Targets (e.g. the next ``horizon`` values) or labels.
+        adjacency : array-like or sparse matrix of shape (n_channels, n_channels), default=None
+            Non-negative weights between the channels of ``X`` (e.g. sensors of a road
+            network); symmetrised as ``max(A, A.T)``, normalised with self loops, and used
+            for a graph propagation across channels in every layer. It is not sample-aligned,
+            so cross-validation passes it through untouched; predict reuses it.
+        sample_weight : array-like of shape (n_samples,), default=None
+            Per-sequence weight in the loss (normalised by the weights' sum).
+
+        Returns
+        -------
+        self : estimator
+            The fitted estimator.
+        """
+        return self._fit(X, y, adjacency=adjacency, sample_weight=sample_weight)
+
+    # -- inference -------------------------------------------------------------------------
+    def _prepare_predict(self, X):
+        check_is_fitted(self)
+        return self._sequences(X, reset=False)
+
+    def _outputs(self, Xs, mc=False):
+        """Raw network outputs for scaled X, in float64 and in batches; (n, n_out)."""
+        Xt = torch.as_tensor(Xs, dtype=torch.float64)
+        bs = 4 * (self.batch_size or 128)
+        module = self._module64(self.module_)
+        outs = [module(Xt[i:i + bs].to(self.device_)).cpu() for i in range(0, len(Xt), bs)]
+        return torch.cat(outs).numpy() if outs else np.zeros((0, 0))
+
+    @staticmethod
+    def _module64(module):
+        """A float64 copy of the network for inference, with ``module``'s train/eval flags.
+
+        In float32, matrix products round differently for different batch sizes (~1e-7), so
+        a row's prediction would depend on which other rows share its call. The copy is
+        cached per network (outside the estimator: predict leaves its ``__dict__`` unchanged,
+        pickles do not carry it) until the weights change (any in-place update bumps a
+        parameter's version), so Monte Carlo sampling does not copy the network per sample.
+        """
+        versions = tuple(p._version for p in module.parameters())
+        cached = _MODULE64.get(module)
+        if cached is None or cached[0] != versions:
+            cached = _MODULE64[module] = (versions, copy.deepcopy(module).double())
+        for m64, m in zip(cached[1].modules(), module.modules()):
+            m64.training = m.training  # eval, or MC dropout's train-mode dropout layers
+        return cached[1]
+
+
+@fill_doc(FLOWFORMER_DOCS)
+class FlowformerRegressor(RegressorTask, _FlowformerBase):
+    r"""Flowformer (Flow-Attention Transformer) for sequence regression and forecasting.
+
+    Each sample is a sequence: ``X`` of shape (n, L) (univariate) or (n, L, C)
+    (multivariate, the tslearn convention); ``y`` of shape (n,) or (n, n_outputs), e.g. the
+    next ``horizon`` values (:func:`skdiff.datasets.make_windows` builds such pairs from a
+    long series). Inside the estimator, every channel of ``X`` is standardised with its mean
+    and standard deviation over all training samples and time steps, ``y`` with its own
+    per-output statistics; predictions are returned in the original units.
+
+    The network is the official Flowformer time-series encoder: input projection
+    :math:`\times\sqrt{d}` plus learnable positions, ``n_layers`` post-LayerNorm layers of
+    Flow-Attention (:class:`skdiff.nn.FlowAttention`) and a GELU feed-forward block, then a
+    pooling head (see :class:`skdiff.nn.Flowformer`).
+
+    Early stopping holds out the **last** ``validation_fraction`` of the rows (in the given
+    order, which for windows of one series is time order, so no future window leaks into
+    training) and keeps the epoch with the lowest validation loss.
+
+    Parameters
+    ----------
+    %(network_parameters)s
+    uncertainty : {"gaussian", "mc_dropout"}, default="gaussian"
+        What :meth:`sample_posterior` and ``predict(return_std=True)`` represent.
+        ``"gaussian"``: the head predicts a mean and a variance per output, the mean trained
+        by squared error and the variance by Gaussian negative log-likelihood around it, on
+        detached encoder features (heteroscedastic aleatoric uncertainty that does not slow
+        the fit of the mean); samples are draws from those Gaussians, with the standard
+        deviation of each output rescaled so that 90 % intervals cover 90 % of the
+        early-stopping validation rows (when there are at least 20; ``std_scale_``).
+        ``"mc_dropout"``: trained by mean squared error; samples are forward passes with
+        dropout active (epistemic uncertainty only, usually far narrower than the forecast
+        error).
+    %(training_parameters)s
+
+    Attributes
+    ----------
+    %(sequence_attributes)s
+    y_mean_, y_scale_ : ndarray of shape (n_outputs,)
+        Standardisation of ``y``.
+    n_outputs_ : int
+        Columns of ``y`` (1 for 1-D ``y``).
+    std_scale_ : ndarray of shape (n_outputs,)
+        Calibration factor of the Gaussian head's std, fitted on the validation rows
+        (ones when there are none or with ``uncertainty="mc_dropout"``).
+    adjacency_ : ndarray of shape (C, C) or None
+        The normalised channel graph :math:`\hat D^{-1/2}(A+I)\hat D^{-1/2}` in use.
+    %(network_attributes)s
+
+    See Also
+    --------
+    FlowformerClassifier : the same network for sequence classification.
+    skdiff.nn.flow_attention : the Flow-Attention kernel.
+    skdiff.datasets.make_windows : (window, horizon) pairs from a series.
+
+    References
+    ----------
+    .. [1] H. Wu, J. Wu, J. Xu, J. Wang, M. Long. "Flowformer: Linearizing Transformers with
+       Conservation Flows." ICML 2022. arXiv:2202.06258.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from skdiff import FlowformerRegressor
+    >>> from skdiff.datasets import make_windows
+    >>> t = np.arange(600)
+    >>> X, y = make_windows(np.sin(2 * np.pi * t / 24), window=24, horizon=4)
+    >>> reg = FlowformerRegressor(hidden_dim=16, n_heads=2, max_epochs=10, lr=3e-3,
+    ...                           random_state=0)
+    >>> reg.fit(X[:400], y[:400]).score(X[400:], y[400:]) > 0.9
+    True
+    >>> reg.sample_posterior(X[:3], n_samples=5, random_state=0).shape
+    (3, 4, 5)
+    """
+
+    _parameter_constraints = {
+        **_FlowformerBase._parameter_constraints,
+        "uncertainty": [StrOptions({"gaussian", "mc_dropout"})],
+    }
+    _split_policy = "last"
+
+    def __init__(self, *, hidden_dim=64, n_heads=4, n_layers=2, ff_dim=None, dropout=0.1,
+                 causal=False, clamp=1.0, pooling="mean", attention="flow", instance_norm=True,
+                 skip="level", patch_len=None, patch_stride=None, uncertainty="gaussian",
+                 max_epochs=100, lr=1e-3, weight_decay=0.0, batch_size=64,
+                 early_stopping=True, validation_fraction=0.1, n_iter_no_change=10, n_init=1,
+                 warm_start=False, device="auto", random_state=None, verbose=0,
+                 callbacks=None):
+        self._init_params(locals())
+
+    @property
+    def _gaussian(self):
+        return self.uncertainty == "gaussian"
+
+    def _n_network_outputs(self):
+        return self.n_outputs_ * (2 if self._gaussian else 1)
+
+    def _n_variance_outputs(self):
+        return self.n_outputs_ if self._gaussian else 0
+
+    def _criterion(self):
+        return (GaussianNLL, {}) if self._gaussian else super()._criterion()
+
+    def _init_module(self, module, data, train, valid):
+        """Start the instance-norm linear skip at its ridge solution on the training rows.
+
+        Trained from a random start by Adam the skip needs thousands of steps to learn even
+        persistence (weight ~1 on the last value); the ridge starts it there and the encoder
+        learns the residual. The solution depends on the data only, so it is solved once per
+        fit and copied into every initialisation of ``n_init``. With ``skip="window"`` the
+        skip stays fixed at the validated ridge solution (trained by Adam it drifts from it
+        and the forecasts get worse).
+        """
+        if module.skip is None:
+            return
+        if "skip_start" not in data.extra:
+            with torch.no_grad():  # the same features as forward
+                F_all = module.skip_features(torch.as_tensor(data.X)).double().numpy()
+            data.extra["skip_start"] = ridge_skip(
+                F_all, data.targets.astype(np.float64), train, valid if len(valid) else None,
+                module.skip.weight.shape[0])
+        module.set_skip_(*data.skip_start, trainable=self.skip != "window")
+
+    def _finish_fit(self, data, train, valid):
+        # Recalibrate the Gaussian head's std on the held-out validation rows: one factor per
+        # output so that the central 90 % interval covers 90 % of them (1.0 without them).
+        self.std_scale_ = np.ones(self.n_outputs_)
+        if not self._gaussian or len(valid) < 20:
+            return
+        with self._inference():
+            raw = self._outputs(data.X[valid])
+        mean, std = self._gaussian_moments(raw, calibrated=False)
+        z = np.abs(data.targets[valid] - mean) / std
+        self.std_scale_ = np.quantile(z, 0.9, axis=0) / _Z90
+
+    def _gaussian_moments(self, raw, calibrated=True):
+        k = self.n_outputs_
+        var = gaussian_variance(torch.as_tensor(raw[:, k:])).numpy()
+        scale = self.std_scale_ if calibrated else 1.0
+        return raw[:, :k], np.sqrt(var) * scale
+
+    def _predictive_std(self, Xs):
+        if not self._gaussian:
+            return super()._predictive_std(Xs)
+        with self._inference():
+            return self._gaussian_moments(self._outputs(Xs))[1]
+
+    def _draw_samples(self, Xs, n_samples, seed):
+        """Gaussian head: draws from the predicted Gaussian of each output (independent
+        across outputs); ``"mc_dropout"``: forward passes with dropout active."""
+        if not self._gaussian:
+            return super()._draw_samples(Xs, n_samples, seed)
+        with self._inference():
+            mean, std = self._gaussian_moments(self._outputs(Xs))
+        noise = np.random.RandomState(seed).standard_normal(mean.shape + (n_samples,))
+        return self._unscale(mean[..., None] + std[..., None] * noise)
+
+    def partial_fit(self, X, y, adjacency=None, *, sample_weight=None):
+        """Train for one epoch (the first call sets up scalers and network)."""
+        return self._fit(X, y, partial=True, adjacency=adjacency, sample_weight=sample_weight)
+
+    def predict(self, X, return_std=False):
+        """Predict ``y`` (original units); with ``return_std`` also its predictive std.
+
+        ``std`` is the Gaussian head's calibrated standard deviation
+        (``uncertainty="gaussian"``) or the spread of 30 Monte Carlo dropout passes
+        (``"mc_dropout"``, seeded by the fit: repeatable).
+        """
+        return super().predict(X, return_std=return_std)
+
+
+@fill_doc(FLOWFORMER_DOCS)
+class FlowformerClassifier(ClassifierTask, _FlowformerBase):
+    r"""Flowformer for sequence classification (the official UEA setting).
+
+    The network and input conventions of :class:`FlowformerRegressor` (``X`` of shape (n, L)
+    or (n, L, C), per-channel standardisation inside), trained with cross-entropy. Early
+    stopping holds out a stratified random ``validation_fraction`` of the rows and keeps the
+    epoch with the lowest validation loss. :meth:`sample_posterior` returns Monte Carlo
+    dropout samples of the class probabilities.
+
+    Parameters
+    ----------
+    %(parameters)s
+
+    Attributes
+    ----------
+    classes_ : ndarray of shape (n_classes,)
+        The class labels.
+    %(sequence_attributes)s
+    %(network_attributes)s
+
+    See Also
+    --------
+    FlowformerRegressor
+
+    References
+    ----------
+    .. [1] H. Wu et al. "Flowformer: Linearizing Transformers with Conservation Flows."
+       ICML 2022.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from skdiff import FlowformerClassifier
+    >>> rng = np.random.default_rng(0)
+    >>> y = rng.integers(0, 2, 200)  # class 1: a bump late in the sequence, class 0: early
+    >>> centre = np.where(y == 1, 18.0, 6.0)[:, None]
+    >>> X = np.exp(-0.5 * (np.arange(24) - centre) ** 2) + 0.2 * rng.normal(size=(200, 24))
+    >>> clf = FlowformerClassifier(hidden_dim=16, n_heads=2, n_layers=1, max_epochs=30,
+    ...                            lr=5e-3, early_stopping=False, random_state=0)
+    >>> clf.fit(X[:150], y[:150]).score(X[150:], y[150:]) > 0.9
+    True
+    """
+
+    def __init__(self, *, hidden_dim=64, n_heads=4, n_layers=2, ff_dim=None, dropout=0.1,
+                 causal=False, clamp=1.0, pooling="mean", attention="flow", instance_norm=True,
+                 skip="level", patch_len=None, patch_stride=None, max_epochs=100, lr=1e-3,
+                 weight_decay=0.0, batch_size=64, early_stopping=True, validation_fraction=0.1,
+                 n_iter_no_change=10, n_init=1, warm_start=False, device="auto",
+                 random_state=None, verbose=0, callbacks=None):
+        self._init_params(locals())
+
+    def _n_network_outputs(self):
+        return self.classes_.size
+
+    def partial_fit(self, X, y, classes=None, adjacency=None, *, sample_weight=None):
+        """Train for one epoch; the first call fixes ``classes_`` (``classes`` or ``y``'s)."""
+        return self._fit(X, y, partial=True, adjacency=adjacency, sample_weight=sample_weight,
+                         classes=classes)

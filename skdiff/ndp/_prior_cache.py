@@ -1,0 +1,123 @@
+"""Where NDPRegressor gets its prior network: shipped weights, or trained and cached on disk.
+
+Priors are shared by the estimators of a process (cross-validation folds, Bayesian
+optimisation loops) through an in-memory cache keyed by everything that defines the weights,
+so an entry cannot go stale. Trained priors are also cached on disk: each entry is a weights
+file written atomically (a temporary file of its writer, then a rename) next to a manifest
+holding its SHA-256 and the configuration that produced it; both are checked on load, and an
+entry that fails the check is discarded and rebuilt with a warning. A file lock per entry
+makes concurrent processes train a missing prior once: the others wait and load it.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import io
+import json
+import os
+import warnings
+from pathlib import Path
+
+import torch
+from filelock import FileLock
+
+from .._engine import atomic_write
+
+__all__ = ["default_cache_dir", "pretrained_prior", "trained_prior"]
+
+_MEMORY: dict = {}
+
+
+def default_cache_dir():
+    """``$SKDIFF_CACHE/ndp``, or ``~/.cache/skdiff/ndp``."""
+    return Path(os.environ.get("SKDIFF_CACHE", Path.home() / ".cache" / "skdiff")) / "ndp"
+
+
+def pretrained_prior(name, n_dims, device):
+    """The shipped prior ``name`` for ``n_dims``; without one, the nearest shipped dimension.
+
+    The noise network is invariant to the order *and number* of input dimensions (attention
+    across dimensions, then a mean over them), so a prior trained for D' can run on D inputs.
+    It was not trained there, hence the warning. A corrupt or stale file is never bypassed.
+    """
+    from ..diffusion.priors import available_priors, get_prior_config, load_prior
+
+    get_prior_config(name, n_dims)  # unknown names fail here, with the registered list
+    dims = sorted(d for n, d in available_priors() if n == name)
+    use = n_dims
+    if dims and n_dims not in dims:
+        below = [d for d in dims if d <= n_dims]
+        use = below[-1] if below else dims[0]
+        warnings.warn(
+            f"No pretrained {name!r} prior for {n_dims} input dimensions (shipped: {dims}); "
+            f"using the {use}-D prior's network, which accepts any number of dimensions but "
+            f"was not trained for {n_dims}. Set pretrained=False to train a {n_dims}-D prior.",
+            UserWarning, stacklevel=4)
+    key = ("pretrained", name, use, device)
+    if key not in _MEMORY:
+        _MEMORY[key] = load_prior(name, use, device=device)
+    return _MEMORY[key]
+
+
+def _entry_key(config, max_epochs, steps_per_epoch, seed):
+    source = json.dumps({"config": config.to_dict(), "epochs": max_epochs,
+                         "steps_per_epoch": steps_per_epoch, "seed": seed}, sort_keys=True)
+    return hashlib.sha256(source.encode()).hexdigest()[:16], source
+
+
+def _load_entry(pt, js, source, config):
+    """The cached state dict, or None (with a warning) when the entry is missing or bad."""
+    if not pt.exists() or not js.exists():
+        return None
+    try:
+        manifest = json.loads(js.read_text())
+        data = pt.read_bytes()
+        if manifest.get("sha256") != hashlib.sha256(data).hexdigest():
+            raise ValueError("its checksum does not match its manifest")
+        if manifest.get("source") != json.loads(source):
+            raise ValueError("it was trained with another configuration")
+        state = torch.load(io.BytesIO(data), map_location="cpu", weights_only=True)
+        config.network().load_state_dict(state)
+        return state
+    except (ValueError, KeyError, RuntimeError, OSError, json.JSONDecodeError) as exc:
+        warnings.warn(f"The cached prior {pt} is unusable ({exc}); it is discarded and "
+                      "trained again.", UserWarning, stacklevel=5)
+        for f in (pt, js):
+            f.unlink(missing_ok=True)
+        return None
+
+
+def trained_prior(config, *, max_epochs, steps_per_epoch, seed, device, cache_dir, verbose,
+                  callbacks):
+    """A prior trained by the package's procedure, cached on disk (see the module docstring).
+
+    The cache key hashes the configuration, the number of steps and the seed: CV folds and
+    repeated fits reuse the same weights. An interrupted training (``KeyboardInterrupt``)
+    propagates and writes nothing.
+    """
+    from ..diffusion.training import train_prior
+
+    key, source = _entry_key(config, max_epochs, steps_per_epoch, seed)
+    mem_key = ("trained", key, device)
+    if mem_key in _MEMORY:
+        return _MEMORY[mem_key]
+    folder = Path(cache_dir)
+    folder.mkdir(parents=True, exist_ok=True)
+    pt, js = folder / f"prior_{key}.pt", folder / f"prior_{key}.json"
+    with FileLock(str(folder / f"prior_{key}.lock")):
+        state = _load_entry(pt, js, source, config)
+        if state is None:
+            _, state, _ = train_prior(config, max_epochs=max_epochs,
+                                      steps_per_epoch=steps_per_epoch, device=device,
+                                      random_state=seed, verbose=verbose, callbacks=callbacks)
+            buf = io.BytesIO()
+            torch.save(state, buf)
+            data = buf.getvalue()
+            atomic_write(pt, data)
+            manifest = {"sha256": hashlib.sha256(data).hexdigest(), "source": json.loads(source)}
+            atomic_write(js, (json.dumps(manifest, indent=1) + "\n").encode())
+    module = config.network()
+    module.load_state_dict(state, strict=False)
+    module.eval().requires_grad_(False)
+    _MEMORY[mem_key] = module.to(device)
+    return _MEMORY[mem_key]
