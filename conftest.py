@@ -1,12 +1,5 @@
-"""Root conftest: names available to the doctests in skdiff/ (run with --doctest-modules)."""
+"""Root conftest: the doctests of skdiff/ (run with --doctest-modules) use one torch thread."""
 
-from pathlib import Path
+import torch
 
-import pytest
-
-DATA_HOME = Path(__file__).resolve().parent.parent / "shared" / "data"
-
-
-@pytest.fixture(autouse=True)
-def _doctest_data_home(doctest_namespace):
-    doctest_namespace["DATA_HOME"] = DATA_HOME
+torch.set_num_threads(1)

@@ -28,20 +28,23 @@ def check_n_samples(n_samples, name="n_samples"):
     return int(n_samples)
 
 
-def fit_scale(values, *, axis=0, name="y"):
-    """Mean and scale of ``values`` along ``axis``, in float64, for standardisation.
+def fit_scale(values, *, weights=None, name="y"):
+    """Mean and scale of the rows of ``values`` (n, k), in float64, for standardisation.
 
-    The scale is the standard deviation; a column that is constant *relative to its own
+    ``weights`` (n,) makes them weighted statistics (a row of weight 0 does not count). The
+    scale is the standard deviation; a column that is constant *relative to its own
     magnitude* (std below ``1e-12 * (|mean| + the typical magnitude)``) gets scale 1 and
     therefore passes through centred but unscaled. Unlike an absolute threshold this treats
     data in tiny or huge units alike (scikit-learn's ``_handle_zeros_in_scale`` idea).
     Non-finite statistics (an overflow of the data's range) are an error.
     """
     v = np.asarray(values, dtype=np.float64)
+    w = np.ones(v.shape[0]) if weights is None else np.asarray(weights, dtype=np.float64)
+    w = w / w.sum()
     with np.errstate(over="ignore", invalid="ignore"):
-        mean = v.mean(axis=axis)
-        std = v.std(axis=axis)
-        typical = np.abs(v).mean(axis=axis)
+        mean = w @ v
+        std = np.sqrt(w @ (v - mean) ** 2)
+        typical = w @ np.abs(v)
     if not (np.all(np.isfinite(mean)) and np.all(np.isfinite(std))):
         raise ValueError(
             f"The mean or standard deviation of {name} is not finite (the values reach "
@@ -49,6 +52,13 @@ def fit_scale(values, *, axis=0, name="y"):
     tiny = std <= 1e-12 * (np.abs(mean) + typical)
     scale = np.where(tiny | (std == 0), 1.0, std)
     return mean, scale
+
+
+def check_target_length(y, n_rows, what="row"):
+    """Refuse a ``y`` whose length is not ``n_rows``."""
+    n_y = np.shape(y)[0] if np.ndim(y) else 0
+    if n_y != n_rows:
+        raise ValueError(f"X has {n_rows} rows but y has {n_y}; pass one target per {what}.")
 
 
 def check_sample_weight(sample_weight, n, *, name="sample_weight"):

@@ -48,7 +48,7 @@ class ClassifierTask(ClassifierMixin, EstimatorBase):
         """The label that marks unlabelled rows (``None``: every row is labelled)."""
         return None
 
-    def _targets(self, y, *, reset, classes=None):
+    def _targets(self, y, *, reset, classes=None, weights=None):
         """(codes, labelled mask, strata): integer codes of ``y``, -1 on unlabelled rows.
 
         Sets ``classes_`` when ``reset``. ``classes`` lists every class up front
@@ -131,10 +131,12 @@ class RegressorTask(RegressorMixin, EstimatorBase):
     #: Monte Carlo dropout draws behind ``predict(return_std=True)``.
     _n_std_samples = 30
 
-    def _targets(self, y, *, reset, classes=None):
+    def _targets(self, y, *, reset, classes=None, weights=None):
         """(standardised float32 targets (n, n_outputs), labelled mask, None).
 
-        Sets the scaler (``y_mean_``, ``y_scale_``, ``n_outputs_``) when ``reset``.
+        Sets the scaler (``y_mean_``, ``y_scale_``, ``n_outputs_``) when ``reset``: the
+        statistics of the labelled rows, weighted by ``weights`` (so a row of weight 0 counts
+        as unlabelled there too).
         """
         y = np.asarray(y, dtype=np.float64)
         if y.ndim not in (1, 2):
@@ -159,7 +161,11 @@ class RegressorTask(RegressorMixin, EstimatorBase):
         if reset:
             self._y_1d = y.ndim == 1
             self.n_outputs_ = y2.shape[1]
-            self.y_mean_, self.y_scale_ = fit_scale(y2[labelled], name="y")
+            w = None if weights is None else weights[labelled]
+            if w is not None and not w.any():
+                raise ValueError("The sample weights are zero on every labelled row; nothing "
+                                 "to train on.")
+            self.y_mean_, self.y_scale_ = fit_scale(y2[labelled], weights=w, name="y")
         elif y2.shape[1] != self.n_outputs_:
             raise ValueError(
                 f"y has {y2.shape[1]} outputs but the fitted network predicts {self.n_outputs_}."

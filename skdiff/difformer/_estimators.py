@@ -21,7 +21,7 @@ from .._base import (
     StrOptions,
     first_item,
 )
-from .._checks import check_sample_weight
+from .._checks import check_sample_weight, check_target_length
 from .._docs import fill_doc, parse_docs
 from .._graph import Graph, check_adjacency, check_node_ids
 from .._tasks import ClassifierTask, RegressorTask
@@ -158,11 +158,10 @@ class _DIFFormerBase(NeuralEstimatorBase):
             raise ValueError("attention_scope='graph' attends along the edges of a graph: pass "
                              "'adjacency' (or 'graph') to fit, or use attention_scope='all'.")
         n_rows = inputs.n if inputs.ids is None else inputs.ids.size
-        targets, labelled, strata = self._targets(y, reset=reset, classes=classes)
-        if len(targets) != n_rows:
-            raise ValueError(f"X has {n_rows} rows but y has {len(targets)}; pass one target "
-                             "per row.")
+        check_target_length(y, n_rows)
         weights = check_sample_weight(sample_weight, n_rows)
+        targets, labelled, strata = self._targets(y, reset=reset, classes=classes,
+                                                  weights=weights)
         rows = np.flatnonzero(labelled & (weights > 0))
         if rows.size == 0:
             raise ValueError("The sample weights are zero on every labelled row; nothing to "

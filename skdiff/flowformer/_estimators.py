@@ -20,7 +20,7 @@ from .._base import (
     NeuralEstimatorBase,
     StrOptions,
 )
-from .._checks import check_sample_weight, fit_scale
+from .._checks import check_sample_weight, check_target_length, fit_scale
 from .._docs import fill_doc, parse_docs
 from .._graph import check_adjacency
 from .._tasks import ClassifierTask, RegressorTask
@@ -195,14 +195,12 @@ class _FlowformerBase(NeuralEstimatorBase):
     # -- the skeleton's hooks --------------------------------------------------------------
     def _make_data(self, X, y, *, reset, adjacency=None, sample_weight=None, classes=None):
         Xs = self._sequences(X, reset=reset)
-        targets, _, strata = self._targets(y, reset=reset, classes=classes)
-        if len(targets) != len(Xs):
-            raise ValueError(f"X has {len(Xs)} rows but y has {len(targets)}; pass one target "
-                             "per sequence.")
+        check_target_length(y, len(Xs), "sequence")
+        weights = check_sample_weight(sample_weight, len(Xs))
+        targets, _, strata = self._targets(y, reset=reset, classes=classes, weights=weights)
         if reset:
             self._check_model_params()
         self._channel_graph(adjacency, reset)
-        weights = check_sample_weight(sample_weight, len(Xs))
         return FitData(rows=np.arange(len(Xs)), strata=strata,
                        extra=dict(X=Xs, targets=targets, weights=weights))
 

@@ -5,7 +5,7 @@ import pickle
 import numpy as np
 import scipy.sparse as sp
 
-PLANETOID_PARTS = ("x", "y", "tx", "ty", "allx", "ally", "graph", "test.index")
+from ..conftest import PLANETOID_PARTS  # noqa: F401  (re-exported)
 
 
 def toy_planetoid(test_ids=(9, 6, 8), n_nodes=10, n_allx=6, n_train=3, n_features=5,

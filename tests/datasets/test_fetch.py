@@ -24,7 +24,8 @@ import scipy.sparse as sp
 from skdiff.datasets import fetch_ett, fetch_planetoid, load_ett, load_planetoid
 from skdiff.datasets._registry import REGISTRY
 
-from ._toy import PLANETOID_PARTS, write_ett, write_planetoid
+from ..conftest import PLANETOID_PARTS
+from ._toy import write_ett, write_planetoid
 
 LOCK = ".skdiff-download.lock"
 

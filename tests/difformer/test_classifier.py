@@ -1,7 +1,6 @@
 """DIFFormerClassifier: real-data floors, graph recipes, sklearn integration, errors."""
 
 import pickle
-from pathlib import Path
 
 import joblib
 import numpy as np
@@ -18,7 +17,6 @@ from sklearn.preprocessing import StandardScaler, normalize
 from skdiff import DIFFormerClassifier, Graph
 from skdiff.datasets import load_planetoid, make_planted_partition
 
-DATA_HOME = Path(__file__).parents[1].parent / "shared" / "data"
 FAST = dict(n_layers=2, hidden_dim=32, max_epochs=60, device="cpu")
 
 
@@ -39,9 +37,8 @@ def planted():
 
 
 # -- real data -------------------------------------------------------------------------------
-@pytest.mark.skipif(not (DATA_HOME / "planetoid").is_dir(), reason="shared data absent")
-def test_cora_public_split_accuracy():
-    cora = load_planetoid("cora", data_home=DATA_HOME)
+def test_cora_public_split_accuracy(cora_home):
+    cora = load_planetoid("cora", data_home=cora_home)
     g = Graph(normalize(cora.data, norm="l1"), cora.adjacency)  # as the official code
     ids = np.concatenate([cora.train_idx, cora.val_idx])
     clf = DIFFormerClassifier(random_state=0).fit(

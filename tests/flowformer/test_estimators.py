@@ -127,10 +127,8 @@ def test_gaussian_intervals_are_calibrated_on_held_out_data():
 
 
 @pytest.fixture(scope="module")
-def ett_windows(data_home):
-    if not (data_home / "ett" / "ETTh1.csv").is_file():
-        pytest.skip("ETTh1.csv not available")
-    ett = load_ett("ETTh1", data_home=data_home)
+def ett_windows(ett_home):
+    ett = load_ett("ETTh1", data_home=ett_home)
     tr = ett.train_index
     S = (ett.target - ett.target[tr].mean()) / ett.target[tr].std()
     X, y = make_windows(S[:11520], 96, 24, stride=8)  # train + validation months

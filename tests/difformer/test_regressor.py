@@ -1,0 +1,150 @@
+"""DIFFormerRegressor: a smooth signal on a graph, semi-supervised targets, sklearn integration."""
+
+import pickle
+
+import joblib
+import numpy as np
+import pytest
+import scipy.sparse as sp
+import sklearn
+from sklearn.base import clone
+from sklearn.linear_model import Ridge
+from sklearn.model_selection import KFold, cross_val_score
+from sklearn.pipeline import make_pipeline
+from sklearn.preprocessing import StandardScaler
+
+from skdiff import DIFFormerRegressor, Graph
+from skdiff.datasets import make_graph_signal
+
+FAST = dict(n_layers=2, hidden_dim=32, max_epochs=80, device="cpu")
+
+
+@pytest.fixture(scope="module")
+def field():
+    return make_graph_signal(300, random_state=0)
+
+
+def _r2(y, pred):
+    return 1 - np.mean((y - pred) ** 2) / np.var(y)
+
+
+def test_the_graph_recovers_a_smooth_signal_from_noisy_features(field):
+    X, y, A = field
+    y_semi = y.copy()
+    y_semi[100:] = np.nan  # 100 labelled nodes, 200 unlabelled ones in the attention
+    reg = DIFFormerRegressor(**FAST, random_state=0).fit(X, y_semi, adjacency=A)
+    assert reg.transduction_.shape == (300,)
+    with_graph = _r2(y[100:], reg.transduction_[100:])
+    ridge = _r2(y[100:], Ridge().fit(X[:100], y[:100]).predict(X[100:]))
+    assert with_graph > 0.6 and with_graph > ridge + 0.2
+    # the score counts labelled rows only: NaN rows are left out
+    assert reg.score(X, y_semi, adjacency=A) == pytest.approx(
+        _r2(y[:100], reg.predict(X, adjacency=A)[:100]))
+
+
+def test_zero_weight_equals_unlabelled_and_weights_count(field):
+    X, y, A = field
+    kw = dict(**FAST, early_stopping=False, random_state=0)
+    y_nan = y.copy()
+    y_nan[::3] = np.nan
+    w = np.ones(300)
+    w[::3] = 0.0
+    a = DIFFormerRegressor(**kw).fit(X, y_nan, adjacency=A)
+    b = DIFFormerRegressor(**kw).fit(X, y, adjacency=A, sample_weight=w)
+    np.testing.assert_allclose(a.predict(X), b.predict(X), rtol=1e-6, atol=1e-6)
+    # a weight of 2 is not a weight of 1: the loss is a weighted mean
+    c = DIFFormerRegressor(**kw).fit(X, y, adjacency=A, sample_weight=1 + (np.arange(300) < 50))
+    assert not np.allclose(c.predict(X), DIFFormerRegressor(**kw).fit(X, y, adjacency=A)
+                           .predict(X))
+
+
+def test_inductive_predict_is_independent_of_batching(field):
+    X, y, _ = field
+    reg = DIFFormerRegressor(**FAST, batch_size=64, random_state=0).fit(X[:200], y[:200])
+    full = reg.predict(X[200:])
+    perm = np.random.RandomState(1).permutation(100)
+    np.testing.assert_allclose(reg.predict(X[200:][perm]), full[perm], rtol=1e-5, atol=1e-6)
+    np.testing.assert_allclose(reg.predict(X[200:207]), full[:7], rtol=1e-5, atol=1e-6)
+    A = sp.eye(100, k=1, format="csr")
+    assert not np.allclose(reg.predict(X[200:], adjacency=A), full)
+
+
+def test_multi_output_std_and_posterior_samples(field):
+    X, y, A = field
+    Y = np.c_[y, -2 * y + 1]
+    Y[::4] = np.nan
+    reg = DIFFormerRegressor(**FAST, random_state=0).fit(X, Y, adjacency=A)
+    assert reg.n_outputs_ == 2 and reg.transduction_.shape == (300, 2)
+    mean, std = reg.predict(X[:10], adjacency=A[:10, :10], return_std=True)
+    assert mean.shape == std.shape == (10, 2) and np.all(std > 0)
+    S = reg.sample_posterior(X[:10], n_samples=30, random_state=0, adjacency=A[:10, :10])
+    assert S.shape == (10, 2, 30)
+    np.testing.assert_array_equal(
+        S, reg.sample_posterior(X[:10], n_samples=30, random_state=0, adjacency=A[:10, :10]))
+    # dropout's Monte Carlo mean follows the deterministic prediction (it is not equal to it:
+    # the network is nonlinear), and the spread is the returned std's
+    assert np.corrcoef(S.mean(-1).ravel(), mean.ravel())[0, 1] > 0.9
+    assert 0.5 < np.median(S.std(-1) / std) < 2.0
+    np.testing.assert_array_equal(reg.predict(X[:10], return_std=True)[1],
+                                  reg.predict(X[:10], return_std=True)[1])  # seeded
+
+
+def test_graph_cross_validation_uses_edges(field):
+    X, y, A = field
+    g = Graph(X, A)
+    reg = DIFFormerRegressor(**FAST, random_state=0)
+    cv = KFold(3, shuffle=True, random_state=0)
+    score = cross_val_score(reg, g.node_ids(), y, cv=cv, params={"graph": g}).mean()
+    perm = np.random.RandomState(0).permutation(300)
+    shuffled = Graph(X, A[perm][:, perm])
+    bad = cross_val_score(reg, g.node_ids(), y, cv=cv, params={"graph": shuffled}).mean()
+    assert score > 0.5 and score > bad + 0.2
+
+
+def test_pipeline_clone_pickle_joblib_and_seed(field, tmp_path):
+    X, y, A = field
+    with sklearn.config_context(enable_metadata_routing=True):
+        pipe = make_pipeline(
+            StandardScaler(),
+            DIFFormerRegressor(**FAST, random_state=0).set_fit_request(adjacency=True)
+            .set_predict_request(adjacency=True))
+        pipe.fit(X[:200], y[:200], adjacency=A[:200, :200])
+        assert pipe.predict(X[:200], adjacency=A[:200, :200]).shape == (200,)
+    reg = DIFFormerRegressor(**FAST, random_state=3).fit(X[:200], y[:200])
+    np.testing.assert_array_equal(clone(reg).fit(X[:200], y[:200]).predict(X[200:]),
+                                  reg.predict(X[200:]))
+    loaded = pickle.loads(pickle.dumps(reg))
+    np.testing.assert_array_equal(loaded.predict(X[200:]), reg.predict(X[200:]))
+    joblib.dump(reg, tmp_path / "m.joblib")
+    np.testing.assert_array_equal(joblib.load(tmp_path / "m.joblib").predict(X[200:]),
+                                  reg.predict(X[200:]))
+
+
+def test_warm_start_and_partial_fit(field):
+    X, y, _ = field
+    reg = DIFFormerRegressor(**{**FAST, "max_epochs": 5}, early_stopping=False, warm_start=True,
+                             random_state=0).fit(X, y)
+    first = reg.history_[-1, "train_loss"]
+    reg.fit(X, y)
+    assert len(reg.history_) == 10 and reg.history_[-1, "train_loss"] < first
+    part = DIFFormerRegressor(**FAST, early_stopping=False, random_state=0)
+    for _ in range(3):
+        part.partial_fit(X, y)
+    assert len(part.history_) == 3
+
+
+def test_bad_targets_are_clear_errors(field):
+    X, y, _ = field
+    reg = DIFFormerRegressor(**{**FAST, "max_epochs": 1})
+    Y = np.c_[y, y]
+    Y[0, 1] = np.nan
+    with pytest.raises(ValueError, match="Row 0 of y has NaN in some outputs but not all"):
+        reg.fit(X, Y)
+    with pytest.raises(ValueError, match="no labelled rows"):
+        reg.fit(X, np.full(300, np.nan))
+    with pytest.raises(ValueError, match="infinite"):
+        reg.fit(X, np.where(np.arange(300) == 5, np.inf, y))
+    with pytest.raises(ValueError, match="X has 300 rows but y has 299"):
+        reg.fit(X, y[:299])
+    with pytest.raises(ValueError, match="'sample_weight' must be finite and non-negative"):
+        reg.fit(X, y, sample_weight=-np.ones(300))
