@@ -55,13 +55,13 @@ MODELS = {
     # the official -a recipe (run.sh: sigmoid kernel, 8 layers, hidden 64, lr 1e-3, weight
     # decay 0.1, dropout 0, 500 epochs, graph on); Cora's 2708 rows fit in one block
     "a": ("DIFFormer-a", A_RECIPE),
-    # the -a recipe with a wider hidden state, as s128 (session 4; public split 5 seeds)
+    # the -a recipe with a wider hidden state, as s128
     "a128": ("DIFFormer-a, hidden 128", {**A_RECIPE, "hidden_dim": 128}),
-    # the recommended -a setting (session 5): a128 trained for 1000 epochs, which leaves the
-    # slow start (training loss at ln 7) in time on every seed measured
+    # the recommended -a setting: a128 trained for 1000 epochs, which leaves the slow start
+    # (training loss at ln 7) in time on every seed measured
     "a128e1000": ("DIFFormer-a, hidden 128, 1000 epochs",
                   {**A_RECIPE, "hidden_dim": 128, "max_epochs": 1000, "n_iter_no_change": 1000}),
-    # estimator defaults with the advanced kernel (session 1: 78.4 public, one seed)
+    # estimator defaults with the advanced kernel
     "a0": ("DIFFormer-a (defaults)", dict(kernel="advanced", block_size=4096)),
 }
 PAPER = {"DIFFormer-s": 85.9, "DIFFormer-s (defaults)": 85.9, "DIFFormer-s, hidden 128": 85.9,

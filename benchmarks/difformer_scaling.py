@@ -4,7 +4,7 @@ Each configuration runs in a fresh subprocess so that its peak resident memory
 (``resource.getrusage(...).ru_maxrss``) is its own; "setup" is the RSS after building the data
 and the model (torch itself included), "peak" the maximum over the timed steps.
 
-Configurations (DESIGN §7): full-batch forward+backward+Adam step of the simple kernel,
+Configurations: full-batch forward+backward+Adam step of the simple kernel,
 N = 10K and 100K rows, 128 features, hidden 64, 2 layers, 1 head, with and without a random
 graph of average degree 10, and at 100K also with per-layer gradient checkpointing
 (``checkpoint_layers=True``, what ``DIFFormerClassifier`` uses for batches above 20K rows);

@@ -40,6 +40,7 @@ __all__ = [
     "available_priors",
     "get_prior_config",
     "load_prior",
+    "load_prior_file",
     "save_prior",
     "weights_dir",
 ]
@@ -177,32 +178,33 @@ def load_prior(name="gp", n_dims=1, *, directory=None, device="cpu", check_confi
             f"No pretrained weights for prior {name!r} with n_dims={n_dims} (looked for {pt}; "
             f"available: {have}). {regen}"
         )
-    try:
-        manifest = json.loads(js.read_text())
-    except json.JSONDecodeError as exc:
-        raise PriorWeightsError(f"The manifest {js} is not valid JSON ({exc}). {regen}") from exc
-    data = pt.read_bytes()
-    digest = _sha256(data)
-    if digest != manifest.get("sha256"):
-        raise PriorWeightsError(
-            f"Checksum mismatch for {pt}: the file's SHA-256 is {digest[:12]}... but the "
-            f"manifest records {str(manifest.get('sha256'))[:12]}...; the weights file is "
-            f"corrupt or was replaced. {regen}"
-        )
-    if check_config:
-        try:
-            stored = PriorConfig.from_dict(manifest["config"])
-        except (KeyError, TypeError, ValueError) as exc:
-            raise PriorWeightsError(f"The manifest {js} has no valid 'config' ({exc}). "
-                                    f"{regen}") from exc
-        diff = {k: (getattr(stored, k), getattr(config, k)) for k in DEFINING_FIELDS
-                if getattr(stored, k) != getattr(config, k)}
-        if diff:
-            raise PriorWeightsError(
-                f"The weights {pt.name} are stale: they were trained with a different "
-                f"configuration (field: (trained, registered) = {diff}). {regen}"
-            )
-        config = stored  # the registered prior, with the training settings actually used
+    return load_prior_file(pt, expected=config if check_config else None, device=device,
+                           remedy=regen)
+
+
+def load_prior_file(path, *, expected=None, device="cpu", remedy=""):
+    """Load a weights file written by :func:`save_prior` and verify it against its manifest.
+
+    Parameters
+    ----------
+    path : path-like
+        The ``.pt`` file; its manifest is the ``.json`` file of the same name.
+    expected : PriorConfig, default=None
+        Refuse weights whose manifest's defining fields differ from these (a stale file).
+    device : str, default="cpu"
+    remedy : str, default=""
+        What to do about a bad file, appended to the error messages.
+
+    Returns
+    -------
+    module : NDPNoiseModel
+        In eval mode, float32, on ``device``, parameters not requiring grad.
+    config : PriorConfig
+        The configuration recorded in the manifest.
+    """
+    pt = Path(path)
+    manifest, data = _verified_bytes(pt, remedy)
+    config = _manifest_config(manifest, pt, expected, remedy)
     state = torch.load(io.BytesIO(data), map_location="cpu", weights_only=True)
     module = config.network()
     try:
@@ -210,6 +212,46 @@ def load_prior(name="gp", n_dims=1, *, directory=None, device="cpu", check_confi
                                 for k, v in state.items()})
     except RuntimeError as exc:
         raise PriorWeightsError(f"The weights {pt.name} do not fit the network: {exc}. "
-                                f"{regen}") from exc
+                                f"{remedy}") from exc
     module.eval().requires_grad_(False)
     return module.to(device), config
+
+
+def _verified_bytes(pt, remedy):
+    """(manifest dict, weight bytes) of ``pt``, whose SHA-256 must match the manifest's."""
+    js = pt.with_suffix(".json")
+    if not pt.is_file() or not js.is_file():
+        raise PriorWeightsError(f"A prior needs its weights file and manifest: {pt} and {js} "
+                                f"(one is missing). {remedy}")
+    try:
+        manifest = json.loads(js.read_text())
+    except json.JSONDecodeError as exc:
+        raise PriorWeightsError(f"The manifest {js} is not valid JSON ({exc}). "
+                                f"{remedy}") from exc
+    data = pt.read_bytes()
+    digest = _sha256(data)
+    if digest != manifest.get("sha256"):
+        raise PriorWeightsError(
+            f"Checksum mismatch for {pt}: the file's SHA-256 is {digest[:12]}... but the "
+            f"manifest records {str(manifest.get('sha256'))[:12]}...; the weights file is "
+            f"corrupt or was replaced. {remedy}"
+        )
+    return manifest, data
+
+
+def _manifest_config(manifest, pt, expected, remedy):
+    """The manifest's PriorConfig, checked against ``expected``'s defining fields."""
+    try:
+        stored = PriorConfig.from_dict(manifest["config"])
+    except (KeyError, TypeError, ValueError) as exc:
+        raise PriorWeightsError(f"The manifest of {pt.name} has no valid 'config' ({exc}). "
+                                f"{remedy}") from exc
+    if expected is not None:
+        diff = {k: (getattr(stored, k), getattr(expected, k)) for k in DEFINING_FIELDS
+                if getattr(stored, k) != getattr(expected, k)}
+        if diff:
+            raise PriorWeightsError(
+                f"The weights {pt.name} are stale: they were trained with a different "
+                f"configuration (field: (trained, registered) = {diff}). {remedy}"
+            )
+    return stored

@@ -27,7 +27,7 @@ uses :math:`\\sigma_t^2 = \\beta_t`: :math:`\\tilde\\beta_t` is the exact revers
 point mass and, with an oracle noise model for Gaussian data, gives the smaller bias (measured in
 ``tests/diffusion/test_samplers.py``); with T = 500 the two differ only at the noisiest levels.
 
-**RePaint conditioning** (Lugmayr et al., 2022; Dutordoir et al., 2023, Sec. 4.1 and DESIGN §5):
+**RePaint conditioning** (Lugmayr et al., 2022; Dutordoir et al., 2023, Sec. 4.1):
 the network always sees the context and the targets together at the same noise level. For each
 step ``t -> s`` of the (possibly strided) level sequence: repeat ``U`` times {noise the context
 afresh to level ``t`` from the forward marginal; one reverse step on ``[context; targets]``; keep

@@ -514,17 +514,7 @@ def train_prior(config=None, *, max_epochs=20, steps_per_epoch=250, pool_size=No
     dataset = GPFunctionBatches(configs, steps_per_epoch, pool_size=pool_size, random_state=seed)
     meta = {"configs": [c.to_dict() for c in configs], "max_epochs": int(max_epochs),
             "steps_per_epoch": int(steps_per_epoch), "pool_size": pool_size, "seed": seed}
-    saved = None
-    if resume:
-        if checkpoint is None:
-            raise ValueError("resume=True needs 'checkpoint', the file to resume from.")
-        if os.path.exists(checkpoint):
-            saved = load_checkpoint(checkpoint)
-            if saved["meta"] != json.loads(json.dumps(meta)):
-                raise ValueError(
-                    f"The checkpoint {checkpoint} belongs to another run (stored "
-                    f"{saved['meta']}, asked {meta}); resume it with the same arguments or "
-                    "start a new checkpoint file.")
+    saved = _saved_run(checkpoint, meta) if resume else None
     with torch_seed(seed, device):
         if module is None or saved is not None:
             module = config.network()
@@ -535,32 +525,15 @@ def train_prior(config=None, *, max_epochs=20, steps_per_epoch=250, pool_size=No
                                                      checkpoint_every, on_checkpoint)))
     cbs += [cb if isinstance(cb, tuple) else (f"user_{i}_{type(cb).__name__}", cb)
             for i, cb in enumerate(callbacks or ())]
-    net = Net(
-        module=module,
-        criterion=NoisePredictionLoss,
-        criterion__loss=config.loss,
-        optimizer=torch.optim.Adam,
-        lr=config.lr,
-        max_epochs=int(max_epochs),
-        batch_size=1,
-        iterator_train__collate_fn=first_item,
-        iterator_train__shuffle=False,
-        train_split=None,
-        callbacks=cbs,
-        device=device,
-        verbose=int(verbose),
-    )
+    net = Net(module=module, criterion=NoisePredictionLoss, criterion__loss=config.loss,
+              optimizer=torch.optim.Adam, lr=config.lr, max_epochs=int(max_epochs),
+              batch_size=1, iterator_train__collate_fn=first_item,
+              iterator_train__shuffle=False, train_split=None, callbacks=cbs, device=device,
+              verbose=int(verbose))
     net.initialize()
-    epochs = int(max_epochs)
     if saved is not None:
-        net.module_.load_state_dict(saved["module"])
-        net.optimizer_.load_state_dict(saved["optimizer"])
-        named = dict(net.callbacks_)
-        named["ema"].load_state_dict(saved["ema"], saved["ema_updates"], device)
-        named["lr_schedule"].step_ = int(saved["step"])
-        dataset.calls = int(saved["data_calls"])
-        net.history_ = History(json.loads(saved["history"]))
-        epochs -= len(net.history)
+        _restore_run(net, dataset, saved, device)
+    epochs = int(max_epochs) - len(net.history)
     if epochs > 0:
         with torch_seed(seed, device):
             net.partial_fit(dataset, None, epochs=epochs)
@@ -571,3 +544,28 @@ def train_prior(config=None, *, max_epochs=20, steps_per_epoch=250, pool_size=No
                                                          "resume=True" if checkpoint else ""))
     ema = dict(net.callbacks_)["ema"]
     return net.module_, ema.state_dict(), net.history
+
+
+def _saved_run(checkpoint, meta):
+    """The checkpoint of this run (``None`` when the file does not exist yet)."""
+    if checkpoint is None:
+        raise ValueError("resume=True needs 'checkpoint', the file to resume from.")
+    if not os.path.exists(checkpoint):
+        return None
+    saved = load_checkpoint(checkpoint)
+    if saved["meta"] != json.loads(json.dumps(meta)):
+        raise ValueError(
+            f"The checkpoint {checkpoint} belongs to another run (stored {saved['meta']}, "
+            f"asked {meta}); resume it with the same arguments or start a new checkpoint file.")
+    return saved
+
+
+def _restore_run(net, dataset, saved, device):
+    """Put an initialised prior-training net and its data stream back where ``saved`` was."""
+    net.module_.load_state_dict(saved["module"])
+    net.optimizer_.load_state_dict(saved["optimizer"])
+    named = dict(net.callbacks_)
+    named["ema"].load_state_dict(saved["ema"], saved["ema_updates"], device)
+    named["lr_schedule"].step_ = int(saved["step"])
+    dataset.calls = int(saved["data_calls"])
+    net.history_ = History(json.loads(saved["history"]))

@@ -319,7 +319,27 @@ class Flowformer(nn.Module):
         return torch.cat(feats, dim=1)
 
     def forward(self, x):
-        b, L, C = x.shape
+        b = x.shape[0]
+        self._check_input(x)
+        stats = sd = None
+        if self.instance_norm:
+            mu, sd = self.window_stats(x)  # (b, 1, C) each
+            stats = self.skip_features(x, (mu, sd))
+            x = (x - mu) / sd
+        h = self.input_dropout(self._embed(x))
+        for layer in self.layers:
+            h = layer(h, self.adjacency)
+        out = self._head(h, b)
+        if stats is not None:
+            # RevIN de-normalisation of the encoder's correction: it was computed from the
+            # window divided by its std, so it is multiplied back by the std (for several
+            # channels by a learnt geometric mixture of their stds, started at their mean)
+            out = out * torch.exp(torch.log(sd[:, 0]) @ self.std_mix.T) + self.skip(stats)
+        return out
+
+    def _check_input(self, x):
+        """Refuse inputs this network cannot read, naming what it takes."""
+        _, L, C = x.shape
         if C != self.n_channels:
             raise ValueError(f"expected {self.n_channels} channels; got {C}.")
         fixed = self.pooling == "flatten" or (self.instance_norm and self.skip_window)
@@ -328,25 +348,19 @@ class Flowformer(nn.Module):
             raise ValueError(f"sequence length {L}: this network takes {need} {self.max_len}.")
         if self.patch_len is not None and L < self.patch_len:
             raise ValueError(f"sequence length {L} is shorter than patch_len={self.patch_len}.")
-        stats = None
-        if self.instance_norm:
-            mu, sd = self.window_stats(x)  # (b, 1, C) each
-            stats = self.skip_features(x, (mu, sd))
-            x = (x - mu) / sd
+
+    def _embed(self, x):
+        """Tokens of the (normalised) window: (b, N, d), or (b, C, N, d) with a channel graph."""
         scale = math.sqrt(self.hidden_dim)  # official: project_inp(x) * sqrt(d_model)
-        N = self.n_tokens(L)
-        if self.patch_len is None:
-            tok = x[..., None]  # (b, L, C, 1): a token per step
-        else:
-            tok = self.patches(x)  # (b, N, C, p)
+        N = self.n_tokens(x.shape[1])
+        tok = x[..., None] if self.patch_len is None else self.patches(x)  # (b, N, C, p)
         if self.adjacency is not None:
             h = self.embed(tok.transpose(1, 2)) * scale  # (b, C, N, d)
-            h = h + self.position[:N] + self.channel_embedding[:, None, :]
-        else:
-            h = self.embed(tok.flatten(2)) * scale + self.position[:N]  # (b, N, d)
-        h = self.input_dropout(h)
-        for layer in self.layers:
-            h = layer(h, self.adjacency)
+            return h + self.position[:N] + self.channel_embedding[:, None, :]
+        return self.embed(tok.flatten(2)) * scale + self.position[:N]  # (b, N, d)
+
+    def _head(self, h, b):
+        """Pool the tokens and apply the head: (b, n_outputs)."""
         if self.pooling == "mean":
             z = h.mean(-2)
         elif self.pooling == "last":
@@ -354,16 +368,9 @@ class Flowformer(nn.Module):
         else:
             z = h.flatten(-2)  # official UEA head: (b, L * d)
         z = self.head_dropout(F.gelu(z.reshape(b, -1)))  # official: act, dropout, Linear
-        if self.n_detached_outputs:
-            k = self.head.out_features - self.n_detached_outputs
-            w, bias = self.head.weight, self.head.bias
-            out = torch.cat([F.linear(z, w[:k], bias[:k]),
-                             F.linear(z.detach(), w[k:], bias[k:])], dim=-1)
-        else:
-            out = self.head(z)
-        if stats is not None:
-            # RevIN de-normalisation of the encoder's correction: it was computed from the
-            # window divided by its std, so it is multiplied back by the std (for several
-            # channels by a learnt geometric mixture of their stds, started at their mean)
-            out = out * torch.exp(torch.log(sd[:, 0]) @ self.std_mix.T) + self.skip(stats)
-        return out
+        if not self.n_detached_outputs:
+            return self.head(z)
+        k = self.head.out_features - self.n_detached_outputs
+        w, bias = self.head.weight, self.head.bias
+        return torch.cat([F.linear(z, w[:k], bias[:k]),
+                          F.linear(z.detach(), w[k:], bias[k:])], dim=-1)

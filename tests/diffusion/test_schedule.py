@@ -15,7 +15,7 @@ def test_official_schedule_endpoints_and_shape():
     assert sched.betas[0].item() == pytest.approx(3e-4, rel=1e-5)
     assert sched.betas.max().item() == pytest.approx(0.5, rel=1e-5)
     assert sched.betas[-1].item() == pytest.approx(0.5, rel=1e-5)
-    # DESIGN §5: alpha_bar at the last level is about 2e-3.
+    # the released models' schedule: alpha_bar at the last level is about 2e-3
     assert 1e-3 < sched.alpha_bars[-1].item() < 4e-3
     assert sched.betas.dtype == torch.float32
 
