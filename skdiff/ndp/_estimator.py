@@ -56,9 +56,13 @@ class NDPRegressor(RegressorMixin, EstimatorBase):
 
     Parameters
     ----------
-    prior : str, default="gp"
-        Registered prior (:mod:`skdiff.diffusion.priors`): ``"gp"`` (SE and Matérn kernels with
-        log-normal lengthscales, marginalised) or ``"se"`` (the paper's SE task).
+    prior : str or path-like, default="gp"
+        A registered prior (:mod:`skdiff.diffusion.priors`): ``"gp"`` (SE and Matérn kernels
+        with log-normal lengthscales, marginalised), ``"se"`` or ``"matern52"`` (the paper's
+        tasks); or the path of a weights file written by
+        :func:`skdiff.diffusion.priors.save_prior` (e.g. a prior trained on your own family
+        of functions), or of a folder of such files named ``<name>_d<D>.pt``. Files are
+        verified against their manifests' checksums.
     pretrained : bool, default=True
         Use the shipped weights. ``False`` trains a prior of this configuration (minutes;
         cached in ``cache_dir``).
@@ -161,7 +165,7 @@ class NDPRegressor(RegressorMixin, EstimatorBase):
     """
 
     _parameter_constraints: dict = {
-        "prior": [str],
+        "prior": [str, os.PathLike],
         "pretrained": ["boolean"],
         "sampler": [StrOptions({"fast", "ddpm"})],
         "n_sampling_steps": [Interval(numbers.Integral, 2, None, closed="left")],
@@ -258,7 +262,7 @@ class NDPRegressor(RegressorMixin, EstimatorBase):
         return self
 
     def _get_prior(self, n_dims, seed):
-        from ..diffusion.priors import get_prior_config
+        from ..diffusion.priors import PRIORS, get_prior_config
 
         size = {k: getattr(self, k) for k in ("hidden_dim", "n_layers", "n_heads")
                 if getattr(self, k) is not None}
@@ -271,6 +275,10 @@ class NDPRegressor(RegressorMixin, EstimatorBase):
                 )
             module, config = pretrained_prior(self.prior, n_dims, self.device_)
         else:
+            if not isinstance(self.prior, str) or self.prior not in PRIORS:
+                raise ValueError(
+                    f"pretrained=False trains a registered prior ({sorted(PRIORS)}); got "
+                    f"prior={self.prior!r}. Use pretrained=True to load weights from a path.")
             config = get_prior_config(self.prior, n_dims).replace(
                 lr=float(self.lr), batch_size=int(self.batch_size), **size)
             module = trained_prior(

@@ -33,30 +33,59 @@ def default_cache_dir():
     return Path(os.environ.get("SKDIFF_CACHE", Path.home() / ".cache" / "skdiff")) / "ndp"
 
 
-def pretrained_prior(name, n_dims, device):
-    """The shipped prior ``name`` for ``n_dims``; without one, the nearest shipped dimension.
+def pretrained_prior(prior, n_dims, device):
+    """(module, config) of the pretrained ``prior`` for ``n_dims`` input dimensions.
 
-    The noise network is invariant to the order *and number* of input dimensions (attention
-    across dimensions, then a mean over them), so a prior trained for D' can run on D inputs.
-    It was not trained there, hence the warning. A corrupt or stale file is never bypassed.
+    ``prior`` is a registered name (the weights shipped with the package) or a path: a weights
+    file written by :func:`skdiff.diffusion.priors.save_prior` (its manifest next to it), or a
+    folder of such files named ``<name>_d<D>.pt``. Without weights for ``n_dims``, the nearest
+    dimension's are used with a warning: the noise network is invariant to the order *and
+    number* of input dimensions (attention across dimensions, then a mean over them), so a
+    prior trained for D' runs on D inputs, though it was not trained there. A corrupt or stale
+    file is never bypassed.
     """
-    from ..diffusion.priors import available_priors, get_prior_config, load_prior
+    from ..diffusion.priors import PRIORS, available_priors, load_prior, load_prior_file
 
-    get_prior_config(name, n_dims)  # unknown names fail here, with the registered list
-    dims = sorted(d for n, d in available_priors() if n == name)
-    use = n_dims
-    if dims and n_dims not in dims:
-        below = [d for d in dims if d <= n_dims]
-        use = below[-1] if below else dims[0]
-        warnings.warn(
-            f"No pretrained {name!r} prior for {n_dims} input dimensions (shipped: {dims}); "
-            f"using the {use}-D prior's network, which accepts any number of dimensions but "
-            f"was not trained for {n_dims}. Set pretrained=False to train a {n_dims}-D prior.",
-            UserWarning, stacklevel=4)
-    key = ("pretrained", name, use, device)
+    if isinstance(prior, str) and prior in PRIORS:
+        dims = sorted(d for n, d in available_priors() if n == prior)
+        use = _nearest_dims(dims, n_dims, repr(prior))
+        key = ("pretrained", prior, use, device)
+        if key not in _MEMORY:
+            _MEMORY[key] = load_prior(prior, use, device=device)
+        return _MEMORY[key]
+    path = Path(prior)
+    if path.is_dir():
+        found = available_priors(path)
+        names = sorted({n for n, _ in found})
+        if len(names) != 1:
+            raise ValueError(f"The prior folder {path} must hold the weights of one prior "
+                             f"(files <name>_d<D>.pt with manifests); found {names or 'none'}.")
+        use = _nearest_dims(sorted(d for _, d in found), n_dims, f"in {path}")
+        path = path / f"{names[0]}_d{use}.pt"
+    elif not path.is_file():
+        raise ValueError(
+            f"'prior' must be a registered prior ({sorted(PRIORS)}) or the path of a weights "
+            f"file or folder written by skdiff.diffusion.priors.save_prior; got {prior!r}, "
+            "which is neither.")
+    stat = path.stat()
+    key = ("file", str(path.resolve()), stat.st_mtime_ns, stat.st_size, device)
     if key not in _MEMORY:
-        _MEMORY[key] = load_prior(name, use, device=device)
+        _MEMORY[key] = load_prior_file(path, device=device)
     return _MEMORY[key]
+
+
+def _nearest_dims(dims, n_dims, what):
+    """``n_dims`` if weights exist for it, else the nearest available dimension (warned)."""
+    if not dims or n_dims in dims:
+        return n_dims
+    below = [d for d in dims if d <= n_dims]
+    use = below[-1] if below else dims[0]
+    warnings.warn(
+        f"No pretrained prior {what} for {n_dims} input dimensions (available: {dims}); "
+        f"using the {use}-D prior's network, which accepts any number of dimensions but was "
+        f"not trained for {n_dims}. Set pretrained=False to train a {n_dims}-D prior.",
+        UserWarning, stacklevel=5)
+    return use
 
 
 def _entry_key(config, max_epochs, steps_per_epoch, seed):

@@ -129,7 +129,7 @@ def test_bad_input(data):
         NDPRegressor(hidden_dim=32).fit(X, y)
     with pytest.raises(ValueError, match="x_bounds"):
         NDPRegressor(x_bounds=(1, -1)).fit(X, y)
-    with pytest.raises(ValueError, match="Unknown prior"):
+    with pytest.raises(ValueError, match="'prior' must be a registered prior"):
         NDPRegressor(prior="nope", **FAST).fit(X, y)
     X7 = np.ones((5, 7)) * np.arange(5)[:, None]
     with pytest.warns(UserWarning, match="No pretrained 'gp' prior for 7 input dimensions"):
@@ -210,3 +210,25 @@ def test_samples_are_joint(fitted, data):
     c = np.corrcoef(s)
     assert c[0, 1] > 0.9
     assert c[0, 1] > abs(c[0, 2]) + 0.2
+
+
+def test_prior_from_a_weights_file_or_folder(tmp_path, data):
+    import shutil
+
+    from skdiff.diffusion.priors import weights_dir
+
+    Xc, yc, Xt, _ = data
+    for ext in (".pt", ".json"):
+        shutil.copyfile(weights_dir() / f"se_d1{ext}", tmp_path / f"se_d1{ext}")
+    by_name = NDPRegressor(prior="se", **FAST, random_state=0).fit(Xc, yc).predict(Xt)
+    by_file = NDPRegressor(prior=tmp_path / "se_d1.pt", **FAST, random_state=0).fit(Xc, yc)
+    by_folder = NDPRegressor(prior=str(tmp_path), **FAST, random_state=0).fit(Xc, yc)
+    np.testing.assert_array_equal(by_file.predict(Xt), by_name)
+    np.testing.assert_array_equal(by_folder.predict(Xt), by_name)
+    with pytest.raises(ValueError, match="registered prior .* or the path of a weights file"):
+        NDPRegressor(prior="nowhere/se_d1.pt").fit(Xc, yc)
+    with pytest.raises(ValueError, match="pretrained=False trains a registered prior"):
+        NDPRegressor(prior=str(tmp_path), pretrained=False).fit(Xc, yc)
+    (tmp_path / "se_d1.pt").write_bytes(b"corrupt")
+    with pytest.raises(ValueError, match="Checksum mismatch"):
+        NDPRegressor(prior=tmp_path / "se_d1.pt").fit(Xc, yc)
