@@ -132,7 +132,7 @@ def test_bad_input(data):
     with pytest.raises(ValueError, match="'prior' must be a registered prior"):
         NDPRegressor(prior="nope", **FAST).fit(X, y)
     X7 = np.ones((5, 7)) * np.arange(5)[:, None]
-    with pytest.warns(UserWarning, match="No pretrained 'gp' prior for 7 input dimensions"):
+    with pytest.warns(UserWarning, match="No pretrained prior 'gp' for 7 input dimensions"):
         assert NDPRegressor(**FAST).fit(X7, np.arange(5.0)).predict(X7[:2]).shape == (2,)
     with pytest.raises(ValueError, match="joint=True needs n_samples"):
         fitted.log_likelihood(np.r_[Xt, Xt], np.zeros(2 * len(Xt)), joint=True)
