@@ -43,19 +43,17 @@ import numpy as np
 import scipy.sparse as sp
 import torch
 from sklearn.base import BaseEstimator
-from sklearn.utils._param_validation import (  # noqa: F401  (re-exported for the estimators)
-    HasMethods,
-    Interval,
-    StrOptions,
-)
+from sklearn.utils._param_validation import HasMethods, StrOptions  # noqa: F401  (re-exported)
+from sklearn.utils._param_validation import Interval as _Interval
 from sklearn.utils.validation import check_is_fitted, validate_data  # noqa: F401
-from skorch.callbacks import Callback, EarlyStopping, ProgressBar
+from skorch.callbacks import Callback, EarlyStopping
 from skorch.helper import predefined_split
 from torch.utils.data import Dataset
 
 from ._checks import check_n_samples
 from ._engine import (  # noqa: F401  (re-exported for the estimators)
     SEED_BOUND,
+    EpochProgress,
     FiniteLossGuard,
     Net,
     TrainingDivergedError,
@@ -74,6 +72,14 @@ __all__ = [
 ]
 
 
+class Interval(_Interval):
+    """scikit-learn's ``Interval`` constraint that refuses booleans: ``True`` is not ``1`` for
+    an integer or real parameter here (``isinstance(True, numbers.Integral)`` holds)."""
+
+    def is_satisfied_by(self, val):
+        return not isinstance(val, (bool, np.bool_)) and super().is_satisfied_by(val)
+
+
 #: Constraints of the training parameters every trainable estimator exposes (merge into the
 #: class's ``_parameter_constraints``).
 TRAINING_PARAMETER_CONSTRAINTS: dict = {
@@ -87,45 +93,83 @@ TRAINING_PARAMETER_CONSTRAINTS: dict = {
     "n_init": [Interval(numbers.Integral, 1, None, closed="left")],
     "warm_start": ["boolean"],
     "device": [str, torch.device],
+    "n_threads": [Interval(numbers.Integral, 1, None, closed="left"), None],
     "random_state": ["random_state"],
     "verbose": ["verbose"],
     "callbacks": [list, tuple, None],
 }
 
 
+def available_devices():
+    """The torch devices this process can use, e.g. ``["cpu", "cuda:0", "cuda:1", "mps"]``."""
+    out = ["cpu"]
+    if torch.cuda.is_available():
+        out += [f"cuda:{i}" for i in range(torch.cuda.device_count())]
+    mps = getattr(torch.backends, "mps", None)
+    if mps is not None and mps.is_available():
+        out.append("mps")
+    return out
+
+
+def _freest_cuda_device():
+    """The CUDA device with the most free memory (``cuda:0`` when there is one): concurrent
+    fits on a machine of several GPUs, e.g. a search's workers, spread over them."""
+    n = torch.cuda.device_count()
+    if n == 1:
+        return "cuda:0"
+    free = [torch.cuda.mem_get_info(i)[0] for i in range(n)]
+    return f"cuda:{int(np.argmax(free))}"
+
+
 def resolve_device(device) -> str:
     """Turn the ``device`` parameter into a concrete torch device string.
 
-    ``"auto"`` picks ``"cuda"`` when available, else ``"cpu"``. Asking for CUDA on a machine
-    without it is an error that names the parameter and the fix.
+    ``"auto"`` picks CUDA when available (the device with the most free memory when there are
+    several, so that parallel fits spread over them; ``CUDA_VISIBLE_DEVICES`` decides which
+    exist), else Apple's MPS, else the CPU. Any other string is parsed by
+    :class:`torch.device`; a device this machine lacks is an error that names the parameter,
+    the value and the devices available.
     """
     if isinstance(device, torch.device):
         device = str(device)
     if device == "auto":
-        return "cuda" if torch.cuda.is_available() else "cpu"
+        have = available_devices()
+        if torch.cuda.is_available():
+            return _freest_cuda_device()
+        return "mps" if "mps" in have else "cpu"
     try:
         dev = torch.device(device)
     except (RuntimeError, TypeError) as exc:
         raise ValueError(
-            f"The 'device' parameter must be 'auto', 'cpu', 'cuda' or 'cuda:<index>'; "
-            f"got {device!r}."
+            f"The 'device' parameter must be 'auto' or a torch device such as 'cpu', 'cuda', "
+            f"'cuda:1' or 'mps'; got {device!r}."
         ) from exc
+    have = available_devices()
+    if dev.type == "cpu":
+        return "cpu"
     if dev.type == "cuda":
-        if not torch.cuda.is_available():
-            raise ValueError(
-                f"The 'device' parameter is {device!r} but CUDA is not available on this "
-                "machine. Use device='cpu', or device='auto' to pick CUDA only when present."
-            )
-        if dev.index is not None and dev.index >= torch.cuda.device_count():
-            raise ValueError(
-                f"The 'device' parameter is {device!r} but only {torch.cuda.device_count()} "
-                "CUDA device(s) exist."
-            )
-    elif dev.type != "cpu":
+        ok = torch.cuda.is_available() and (dev.index is None
+                                            or dev.index < torch.cuda.device_count())
+    else:
+        backend = getattr(torch.backends, dev.type, None) or getattr(torch, dev.type, None)
+        ok = backend is not None and hasattr(backend, "is_available") and \
+            backend.is_available()
+    if not ok:
+        what = "CUDA is not available" if dev.type == "cuda" and \
+            not torch.cuda.is_available() else "it is not available"
         raise ValueError(
-            f"The 'device' parameter must be 'auto', 'cpu' or a CUDA device; got {device!r}."
+            f"The 'device' parameter is {device!r} but {what} on this machine (available: "
+            f"{', '.join(have)}). Use one of those, or device='auto' to pick the best one "
+            "present."
         )
     return str(dev)
+
+
+def _max_abs_weight(module):
+    """The largest absolute value among a module's floating-point parameters."""
+    with torch.no_grad():
+        return max((float(p.abs().max()) for p in module.parameters()
+                    if p.is_floating_point() and p.numel()), default=0.0)
 
 
 def _silent(*args, **kwargs):
@@ -192,6 +236,7 @@ class EstimatorBase(BaseEstimator):
 
     _parameter_constraints: dict = {
         "device": [str, torch.device],
+        "n_threads": [Interval(numbers.Integral, 1, None, closed="left"), None],
         "random_state": ["random_state"],
         "verbose": ["verbose"],
         "callbacks": [list, tuple, None],
@@ -226,7 +271,8 @@ class EstimatorBase(BaseEstimator):
         saved = dict(self.__dict__)
         net_state = copy.deepcopy(self.net_.__dict__) if warm else None
         try:
-            yield
+            with self._threads():
+                yield
         except BaseException:
             self.__dict__.clear()
             self.__dict__.update(saved)
@@ -262,6 +308,21 @@ class EstimatorBase(BaseEstimator):
         """Context manager: torch RNG seeded with ``seed`` (default: the fit seed)."""
         return torch_seed(self.seed_ if seed is None else seed, getattr(self, "device_", "cpu"))
 
+    @contextlib.contextmanager
+    def _threads(self):
+        """Run a block with ``n_threads`` torch threads, restoring the caller's count after
+        (``None``: leave torch's setting, which joblib's workers already limit)."""
+        n = getattr(self, "n_threads", None)
+        if n is None:
+            yield
+            return
+        before = torch.get_num_threads()
+        torch.set_num_threads(int(n))
+        try:
+            yield
+        finally:
+            torch.set_num_threads(before)
+
     # -- inference -------------------------------------------------------------------------
     @contextlib.contextmanager
     def _inference(self, mc_dropout=False):
@@ -274,7 +335,7 @@ class EstimatorBase(BaseEstimator):
                 if isinstance(m, torch.nn.modules.dropout._DropoutNd):
                     m.train()
         try:
-            with torch.no_grad():
+            with torch.no_grad(), self._threads():
                 yield module
         except torch.cuda.OutOfMemoryError as exc:  # pragma: no cover - needs a GPU
             raise MemoryError(_oom_message(exc, self)) from exc
@@ -322,9 +383,13 @@ class EstimatorBase(BaseEstimator):
 
     def _mc_outputs(self, inputs, n_samples, seed):
         """Raw outputs of ``n_samples`` forwards with dropout active: (rows, ..., n_samples)."""
+        from tqdm.auto import trange
+
+        draws = trange(n_samples, desc=f"{type(self).__name__} sampling", unit="sample",
+                       disable=not getattr(self, "verbose", 0) or n_samples < 20)
         with torch_seed(seed, self.device_), self._inference(mc_dropout=True):
             # one loop iteration per Monte Carlo draw, each a batched forward over all rows
-            return np.stack([self._outputs(inputs, mc=True) for _ in range(n_samples)], axis=-1)
+            return np.stack([self._outputs(inputs, mc=True) for _ in draws], axis=-1)
 
     def _to_tensor(self, array, dtype=torch.float32):
         """Numpy/scipy input -> tensor on ``device_`` (scipy sparse -> torch sparse COO)."""
@@ -487,9 +552,11 @@ class NeuralEstimatorBase(EstimatorBase):
         for seed in seeds:
             self.seed_ = int(seed)
             with self._rng():
-                module = self._build_module(data)
+                module = self._build_checked(data)
             self._init_module(module, data, train, valid)
-            interrupted = self._train(module, train_ds, valid_ds, epochs=epochs)
+            label = f" (init {len(scores) + 1}/{n_init})" if n_init > 1 else ""
+            interrupted = self._train(module, train_ds, valid_ds, epochs=epochs,
+                                      progress_label=label)
             if valid_ds is not None:
                 values = self.history_[:, key]
                 score = float(min(values) if lower else -max(values))
@@ -503,6 +570,19 @@ class NeuralEstimatorBase(EstimatorBase):
         _, self.seed_, self.net_, self.module_, self.history_ = best
         self.init_scores_ = np.array(scores)
 
+    def _build_checked(self, data):
+        """:meth:`_build_module`, with running out of memory reported as the parameters to
+        lower."""
+        try:
+            return self._build_module(data)
+        except (MemoryError, RuntimeError) as exc:
+            if not isinstance(exc, MemoryError) and "alloc" not in str(exc).lower():
+                raise
+            sizes = {k: v for k, v in self.get_params().items()
+                     if k in ("hidden_dim", "n_layers", "n_heads", "ff_dim")}
+            raise MemoryError(f"Building the network ran out of memory ({exc}); its size comes "
+                              f"from {sizes}: lower them.") from exc
+
     def _callbacks(self, *, monitor, lower_is_better, extra=()):
         cbs = [("finite_loss", FiniteLossGuard())]
         cbs += list(extra)
@@ -514,11 +594,11 @@ class NeuralEstimatorBase(EstimatorBase):
                     patience=self.n_iter_no_change,
                     lower_is_better=lower_is_better,
                     load_best=True,
-                    sink=print if self.verbose else _silent,  # picklable, unlike a lambda
+                    sink=print if self.verbose > 1 else _silent,  # picklable, unlike a lambda
                 ),
             ))
         if self.verbose:
-            cbs.append(("progress_bar", ProgressBar()))
+            cbs.append(("progress", EpochProgress()))
         for i, cb in enumerate(self.callbacks or ()):
             cbs.append(cb if isinstance(cb, tuple) else (f"user_{i}_{type(cb).__name__}", cb))
         return cbs
@@ -548,11 +628,11 @@ class NeuralEstimatorBase(EstimatorBase):
             callbacks=self._callbacks(monitor=monitor, lower_is_better=lower,
                                       extra=self._extra_callbacks(train_ds, valid_ds)),
             device=self.device_,
-            verbose=int(self.verbose),
+            verbose=int(self.verbose > 1),  # 2: skorch's epoch table; 1: a progress bar
             **kwargs,
         )
 
-    def _train(self, module, train_ds, valid_ds=None, *, epochs=None):
+    def _train(self, module, train_ds, valid_ds=None, *, epochs=None, progress_label=""):
         """Train ``module`` (or, with ``module=None``, continue ``net_``) on ``train_ds``.
 
         Sets ``net_``, ``module_`` and ``history_``; returns whether training was interrupted
@@ -568,7 +648,13 @@ class NeuralEstimatorBase(EstimatorBase):
             train_split=predefined_split(valid_ds) if valid_ds is not None else None)
         # A continued run (warm start, partial_fit) draws its own stream, offset by the epochs
         # already trained, so successive calls do not repeat the same dropout masks/shuffles.
-        seed = derive_seed(self.seed_, len(self.net_.history))
+        start = len(self.net_.history)
+        init_scale = _max_abs_weight(self.net_.module_)
+        for name, cb in self.net_.callbacks_:
+            if name == "progress":
+                cb.total = epochs or self.max_epochs
+                cb.desc = f"{type(self).__name__}{progress_label}"
+        seed = derive_seed(self.seed_, start)
         try:
             with self._rng(seed):
                 # partial_fit runs on_train_begin/end around fit_loop, so EarlyStopping
@@ -587,6 +673,7 @@ class NeuralEstimatorBase(EstimatorBase):
         for _, cb in self.net_.callbacks_:
             if isinstance(cb, EarlyStopping):
                 cb.best_model_weights_ = None
+        self._check_divergence(start, init_scale)
         interrupted = self.net_.interrupted_
         if interrupted is not None:
             warnings.warn(
@@ -594,6 +681,39 @@ class NeuralEstimatorBase(EstimatorBase):
                 f"{type(self).__name__} keeps the best weights so far.", UserWarning,
                 stacklevel=4)
         return interrupted is not None
+
+    def _check_divergence(self, start, init_scale):
+        """Raise :class:`TrainingDivergedError` when this call's training diverged.
+
+        Two signs, checked on the weights that training kept (early stopping's best epoch, or
+        the last): a training loss far above where this call started (more than twice the
+        first epoch's), or weights that grew a thousandfold. A non-finite loss stops training
+        as it happens (:class:`~skdiff._engine.FiniteLossGuard`).
+        """
+        history = self.history_[start:]
+        if not len(history):
+            return
+        losses = np.array([row["train_loss"] for row in history])
+        kept = len(losses) - 1
+        key, lower = self._monitor()
+        if self.early_stopping and all(key in row for row in history):
+            scores = np.array([row[key] for row in history])
+            kept = int(np.argmin(scores) if lower else np.argmax(scores))
+        # an epoch's training loss is measured while it trains, i.e. mostly on the weights
+        # before its updates; the kept weights' loss shows in the following epoch
+        first, last = losses[0], losses[min(kept + 1, len(losses) - 1)]
+        scale = _max_abs_weight(self.module_)
+        if last > 2 * first and last - first > 1e-6:
+            why = (f"the training loss ended at {last:.4g}, more than twice where it started "
+                   f"({first:.4g})")
+        elif scale > 1e3 * max(1.0, init_scale):
+            why = f"the weights grew from at most {init_scale:.3g} to {scale:.3g} in magnitude"
+        else:
+            return
+        raise TrainingDivergedError(
+            f"Training diverged: {why}. Lower 'lr' (currently {self.lr}) or raise "
+            f"'weight_decay' (currently {self.weight_decay}); the estimator was left as it "
+            "was before this fit.")
 
     def _rebind_callbacks(self, train_ds, valid_ds):
         """Point a continued net's family callbacks at this call's datasets."""

@@ -28,7 +28,7 @@ def check_n_samples(n_samples, name="n_samples"):
     return int(n_samples)
 
 
-def fit_scale(values, *, weights=None, name="y"):
+def fit_scale(values, *, weights=None, name="y", return_constant=False):
     """Mean and scale of the rows of ``values`` (n, k), in float64, for standardisation.
 
     ``weights`` (n,) makes them weighted statistics (a row of weight 0 does not count). The
@@ -36,22 +36,28 @@ def fit_scale(values, *, weights=None, name="y"):
     magnitude* (std below ``1e-12 * (|mean| + the typical magnitude)``) gets scale 1 and
     therefore passes through centred but unscaled. Unlike an absolute threshold this treats
     data in tiny or huge units alike (scikit-learn's ``_handle_zeros_in_scale`` idea).
-    Non-finite statistics (an overflow of the data's range) are an error.
+    Non-finite statistics are an error. ``return_constant`` adds the mask of those constant
+    columns to the result.
     """
     v = np.asarray(values, dtype=np.float64)
     w = np.ones(v.shape[0]) if weights is None else np.asarray(weights, dtype=np.float64)
     w = w / w.sum()
+    # statistics of v / m, then scaled back: squares cannot overflow for any finite v
+    m = np.max(np.abs(v), axis=0) if v.size else np.ones(v.shape[1:])
+    m = np.where(np.isfinite(m) & (m > 0), m, 1.0)
     with np.errstate(over="ignore", invalid="ignore"):
-        mean = w @ v
-        std = np.sqrt(w @ (v - mean) ** 2)
-        typical = w @ np.abs(v)
+        u = v / m
+        mean_u = w @ u
+        std = np.sqrt(w @ (u - mean_u) ** 2) * m
+        mean = mean_u * m
+        typical = (w @ np.abs(u)) * m
     if not (np.all(np.isfinite(mean)) and np.all(np.isfinite(std))):
         raise ValueError(
             f"The mean or standard deviation of {name} is not finite (the values reach "
             f"{np.nanmax(np.abs(v)):.3g}); rescale {name} to a range float64 can square.")
-    tiny = std <= 1e-12 * (np.abs(mean) + typical)
-    scale = np.where(tiny | (std == 0), 1.0, std)
-    return mean, scale
+    constant = (std <= 1e-12 * (np.abs(mean) + typical)) | (std == 0)
+    scale = np.where(constant, 1.0, std)
+    return (mean, scale, constant) if return_constant else (mean, scale)
 
 
 def check_target_length(y, n_rows, what="row"):

@@ -60,15 +60,29 @@ warm_start : bool
     Continue training the fitted network (keeping its scalers and classes) on the next
     ``fit``.
 device : str or torch.device
-    Where the network runs: ``'auto'`` (CUDA when available, else the CPU), ``'cpu'``,
-    ``'cuda'`` or ``'cuda:<index>'``. Resolved in ``fit`` (``device_``); a device that
-    is not available is an error there.
+    Where the network runs: any device :class:`torch.device` parses (``'cpu'``,
+    ``'cuda'``, ``'cuda:1'``, ``'mps'``, ...) or ``'auto'``: CUDA when available (the GPU
+    with the most free memory, so parallel fits spread over several; each process sees
+    the GPUs ``CUDA_VISIBLE_DEVICES`` lists), else Apple's MPS, else the CPU. Resolved in
+    ``fit`` (``device_``); a device this machine lacks is an error there that lists the
+    available ones.
+n_threads : int or None
+    Torch threads used inside ``fit``, ``predict`` and ``sample_posterior``; the caller's
+    setting is restored afterwards. ``None`` leaves torch's setting (all cores by default;
+    joblib's workers, as in ``GridSearchCV(n_jobs=k)``, get ``cores // k`` each). On a
+    machine that runs other jobs, ``1`` avoids cores waiting on each other.
 random_state : int, RandomState instance or None
     Seeds initialisation, dropout, shuffling and the validation split: the same value
     gives the same predictions on the CPU. The caller's global torch and numpy random
     states are left untouched.
 verbose : int
-    0 prints nothing; 1 or more prints skorch's epoch table and a progress bar.
+    0 prints nothing; 1 shows a progress bar over the epochs of each fit (one per
+    initialisation with ``n_init``) with the latest losses, and over long Monte Carlo
+    sampling; 2 also prints skorch's table of epochs and early stopping's message.
+class_weight : dict, "balanced" or None
+    Weights of the classes in the loss, multiplying ``sample_weight``: a dict ``{class:
+    weight}``, or ``"balanced"`` for ``n / (n_classes * count)`` over the labelled rows (as
+    scikit-learn's ``compute_sample_weight``). ``None``: every class weighs 1.
 callbacks : list of skorch callbacks or (name, callback) pairs, or None
     Extra skorch callbacks run during training, after the estimator's own (early
     stopping, the non-finite-loss guard).
@@ -85,7 +99,7 @@ seed_ : int
 """)
 TRAINING_DOCS["training_parameters"] = [
     "max_epochs", "lr", "weight_decay", "batch_size", "early_stopping",
-    "validation_fraction", "n_iter_no_change", "n_init", "warm_start", "device",
+    "validation_fraction", "n_iter_no_change", "n_init", "warm_start", "device", "n_threads",
     "random_state", "verbose", "callbacks"]
 TRAINING_DOCS["network_attributes"] = [
     "module_", "net_", "history_", "device_", "seed_"]

@@ -26,6 +26,7 @@ from skorch import NeuralNet
 from skorch.callbacks import Callback, EarlyStopping
 
 __all__ = [
+    "EpochProgress",
     "FiniteLossGuard",
     "Net",
     "TrainingDivergedError",
@@ -105,6 +106,35 @@ class FiniteLossGuard(Callback):
                 f"(currently {net.lr}), raise 'weight_decay', or check the inputs for extreme "
                 "values."
             )
+
+
+class EpochProgress(Callback):
+    """One tqdm bar per training call, over its epochs, with the latest losses in its postfix.
+
+    Set ``total`` (the epochs of the call) and ``desc`` before each training call; the bar is
+    closed at the end of training and not kept (nets pickle without it).
+    """
+
+    def __init__(self, total=None, desc=None):
+        self.total = total
+        self.desc = desc
+
+    def on_train_begin(self, net, **kwargs):
+        from tqdm.auto import tqdm
+
+        self.bar_ = tqdm(total=self.total, desc=self.desc, unit="epoch", leave=True)
+
+    def on_epoch_end(self, net, **kwargs):
+        row = net.history[-1]
+        shown = {k: f"{row[k]:.4g}" for k in ("train_loss", "valid_loss", "valid_acc")
+                 if k in row}
+        self.bar_.set_postfix(shown, refresh=False)
+        self.bar_.update(1)
+
+    def on_train_end(self, net, **kwargs):
+        bar = self.__dict__.pop("bar_", None)
+        if bar is not None:
+            bar.close()
 
 
 class Net(NeuralNet):

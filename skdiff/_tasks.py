@@ -15,6 +15,7 @@ import torch
 from sklearn.base import ClassifierMixin, RegressorMixin
 from sklearn.metrics import accuracy_score, r2_score
 from sklearn.utils import column_or_1d
+from sklearn.utils.class_weight import compute_sample_weight
 from sklearn.utils.multiclass import check_classification_targets
 
 from ._base import EstimatorBase, check_is_fitted
@@ -49,7 +50,8 @@ class ClassifierTask(ClassifierMixin, EstimatorBase):
         return None
 
     def _targets(self, y, *, reset, classes=None, weights=None):
-        """(codes, labelled mask, strata): integer codes of ``y``, -1 on unlabelled rows.
+        """(codes, labelled mask, strata, loss weights): integer codes of ``y``, -1 on
+        unlabelled rows; ``weights`` times the ``class_weight`` factors.
 
         Sets ``classes_`` when ``reset``. ``classes`` lists every class up front
         (``partial_fit``); a later call must use the fitted classes.
@@ -83,7 +85,26 @@ class ClassifierTask(ClassifierMixin, EstimatorBase):
         codes = np.full(y.shape[0], -1, dtype=np.int64)
         codes[~unl] = np.searchsorted(classes, labelled)
         self.classes_ = classes
-        return codes, ~unl, codes
+        if weights is not None:
+            weights = weights * self._class_weights(codes, ~unl)
+        return codes, ~unl, codes, weights
+
+    def _class_weights(self, codes, labelled):
+        """Per-row factors from ``class_weight`` (``"balanced"``: n / (k * count of the class)
+        over the labelled rows, as scikit-learn's ``compute_sample_weight``)."""
+        class_weight = getattr(self, "class_weight", None)
+        factors = np.ones(codes.shape[0])
+        if class_weight is None:
+            return factors
+        if isinstance(class_weight, dict):
+            unknown = set(class_weight) - set(self.classes_.tolist())
+            if unknown:
+                raise ValueError(f"'class_weight' names classes {sorted(unknown, key=str)} that "
+                                 f"are not in y's classes {self.classes_.tolist()}.")
+            class_weight = {int(np.searchsorted(self.classes_, c)): float(v)
+                            for c, v in class_weight.items()}
+        factors[labelled] = compute_sample_weight(class_weight, codes[labelled])
+        return factors
 
     def _criterion(self):
         return WeightedCrossEntropy, {}
@@ -132,7 +153,7 @@ class RegressorTask(RegressorMixin, EstimatorBase):
     _n_std_samples = 30
 
     def _targets(self, y, *, reset, classes=None, weights=None):
-        """(standardised float32 targets (n, n_outputs), labelled mask, None).
+        """(standardised float32 targets (n, n_outputs), labelled mask, None, weights).
 
         Sets the scaler (``y_mean_``, ``y_scale_``, ``n_outputs_``) when ``reset``: the
         statistics of the labelled rows, weighted by ``weights`` (so a row of weight 0 counts
@@ -171,7 +192,7 @@ class RegressorTask(RegressorMixin, EstimatorBase):
                 f"y has {y2.shape[1]} outputs but the fitted network predicts {self.n_outputs_}."
             )
         z = (y2 - self.y_mean_) / self.y_scale_
-        return z.astype(np.float32), labelled, None
+        return z.astype(np.float32), labelled, None, weights
 
     def _criterion(self):
         return WeightedMSE, {}

@@ -27,27 +27,16 @@ class _TinyRegressor(RegressorTask, NeuralEstimatorBase):
 
     def __init__(self, *, max_epochs=5, lr=1e-2, weight_decay=0.0, batch_size=16,
                  early_stopping=False, validation_fraction=0.2, n_iter_no_change=2, n_init=1,
-                 warm_start=False, device="cpu", random_state=None, verbose=0, callbacks=None):
-        self.max_epochs = max_epochs
-        self.lr = lr
-        self.weight_decay = weight_decay
-        self.batch_size = batch_size
-        self.early_stopping = early_stopping
-        self.validation_fraction = validation_fraction
-        self.n_iter_no_change = n_iter_no_change
-        self.n_init = n_init
-        self.warm_start = warm_start
-        self.device = device
-        self.random_state = random_state
-        self.verbose = verbose
-        self.callbacks = callbacks
+                 warm_start=False, device="cpu", n_threads=None, random_state=None, verbose=0,
+                 callbacks=None):
+        self._init_params(locals())
 
     def fit(self, X, y):
         return self._fit(X, y)
 
     def _make_data(self, X, y, *, reset):
         X = validate_data(self, X, dtype=np.float32, reset=reset)
-        targets, _, _ = self._targets(y, reset=reset)
+        targets, _, _, _ = self._targets(y, reset=reset)
         return FitData(rows=np.arange(len(X)),
                        extra=dict(X=X, targets=targets, weights=np.ones(len(X))))
 

@@ -20,7 +20,62 @@ from torch.utils.data import Dataset
 
 from ..nn.graph import edge_index_from_scipy, induced_subgraph, normalized_adjacency
 
-__all__ = ["FullBatch", "GraphInputs", "Partitions", "Reshuffle"]
+__all__ = ["FullBatch", "GraphInputs", "Partitions", "Reshuffle", "FeatureScaling"]
+
+
+class FeatureScaling:
+    """The feature preprocessing of the DIFFormer estimators, fitted in ``fit``.
+
+    ``"row"`` divides every row by its L1 norm (the row-normalised bag-of-words features of
+    the paper's citation-graph experiments); ``"standard"`` centres every column and divides
+    it by its standard deviation (columns of a sparse matrix are only divided, which keeps
+    them sparse); ``None`` leaves the features as given; ``"auto"`` is ``"row"`` for
+    non-negative features that are sparse (a scipy matrix, or 90 % zeros or more: counts or
+    bag-of-words) and ``"standard"`` otherwise. Both choices make the model independent of
+    the features' units. Statistics are computed in float64.
+    """
+
+    def __init__(self, how):
+        self.how = how
+
+    @staticmethod
+    def _auto(F):
+        """``"row"`` for sparse non-negative features, else ``"standard"``."""
+        if sp.issparse(F):
+            return "row" if (F.data >= 0).all() else "standard"
+        sparse = np.count_nonzero(F) <= 0.1 * F.size
+        return "row" if sparse and (F >= 0).all() else "standard"
+
+    def fit(self, F):
+        how = self._auto(F) if self.how == "auto" else self.how
+        self.how_ = how
+        self.mean_ = self.scale_ = None
+        if how == "standard":
+            if sp.issparse(F):
+                from sklearn.utils.sparsefuncs import mean_variance_axis
+
+                _, var = mean_variance_axis(sp.csr_matrix(F, dtype=np.float64), axis=0)
+                std = np.sqrt(var)
+                self.scale_ = np.where(std > 0, std, 1.0)
+            else:
+                from .._checks import fit_scale
+
+                self.mean_, self.scale_ = fit_scale(F, name="X")
+        return self
+
+    def transform(self, F):
+        """The scaled features, float32 (CSR stays CSR)."""
+        if self.how_ == "row":
+            from sklearn.preprocessing import normalize
+
+            F = normalize(F.astype(np.float64), norm="l1")
+        elif self.how_ == "standard":
+            if sp.issparse(F):
+                F = sp.csr_matrix(F, dtype=np.float64) @ sp.diags(1.0 / self.scale_)
+            else:
+                F = (np.asarray(F, dtype=np.float64) - self.mean_) / self.scale_
+        return sp.csr_matrix(F, dtype=np.float32) if sp.issparse(F) else \
+            np.asarray(F, dtype=np.float32)
 
 
 @dataclass

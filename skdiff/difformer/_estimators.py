@@ -26,7 +26,7 @@ from .._docs import fill_doc, parse_docs
 from .._graph import Graph, check_adjacency, check_node_ids
 from .._tasks import ClassifierTask, RegressorTask
 from ..nn.difformer import DIFFormer
-from ._data import FullBatch, GraphInputs, Partitions, Reshuffle
+from ._data import FeatureScaling, FullBatch, GraphInputs, Partitions, Reshuffle
 
 __all__ = ["DIFFormerClassifier", "DIFFormerRegressor"]
 
@@ -37,6 +37,14 @@ _CHECKPOINT_ROWS = 20_000
 _PREDICT_CHUNK = 8192
 
 DIFFORMER_DOCS = parse_docs("""
+feature_scaling : {"auto", "standard", "row"} or None
+    Preprocessing of the features, fitted in ``fit``: ``"row"`` divides every row by its L1
+    norm (the row-normalised bag-of-words features of the paper's citation graphs),
+    ``"standard"`` centres and scales every column (sparse columns are only scaled),
+    ``None`` leaves them as given, and ``"auto"`` takes ``"row"`` for non-negative sparse
+    features (a scipy matrix, or 90 % zeros or more) and ``"standard"`` otherwise. Either
+    choice makes the model independent of the features' units; ``feature_scaling_`` says
+    which was used.
 kernel : {"simple", "advanced", "softmax"}
     Pairwise diffusivity: ``"simple"`` = 1 + q.k (DIFFormer-s, linear in the number of
     rows), ``"advanced"`` = sigmoid(q.k) (DIFFormer-a, quadratic, row-blocked),
@@ -75,6 +83,8 @@ batch_size : int or None
     (paper Sec. 5). Also the chunk size of inductive prediction (8192 rows when
     ``None``). Steps over more than 20,000 rows recompute each layer in the backward
     pass (gradient checkpointing: same result, less memory, ~30 % more time).
+feature_scaling_ : {"standard", "row"} or None
+    The feature preprocessing in use (``feature_scaling`` with ``"auto"`` resolved).
 n_features_in_ : int
     Features of ``X`` (1 in graph mode, where ``X`` holds node ids).
 feature_names_in_ : ndarray of str
@@ -91,12 +101,13 @@ DIFFORMER_DOCS["references"] = """
 """
 DIFFORMER_DOCS["parameters"] = ["network_parameters", "training_parameters"]
 DIFFORMER_DOCS["network_parameters"] = [
-    "kernel", "qk_norm", "n_layers", "hidden_dim", "n_heads", "alpha", "dropout",
-    "graph_weight", "value_projection", "attention_scope", "block_size"]
+    "feature_scaling", "kernel", "qk_norm", "n_layers", "hidden_dim", "n_heads", "alpha",
+    "dropout", "graph_weight", "value_projection", "attention_scope", "block_size"]
 DIFFORMER_DOCS["input_attributes"] = [
-    "n_features_in_", "feature_names_in_", "summaries_", "fitted_on_graph_"]
+    "feature_scaling_", "n_features_in_", "feature_names_in_", "summaries_", "fitted_on_graph_"]
 
 _MODEL_CONSTRAINTS = {
+    "feature_scaling": [StrOptions({"auto", "standard", "row"}), None],
     "kernel": [StrOptions({"simple", "advanced", "softmax"})],
     "qk_norm": [StrOptions({"global", "row"})],
     "n_layers": [Interval(numbers.Integral, 1, None, closed="left")],
@@ -137,11 +148,19 @@ class _DIFFormerBase(NeuralEstimatorBase):
                 raise ValueError("X holds duplicate node ids; each node is one sample (pass "
                                  "each id once).")
             self._check_in_dim(graph.n_features, reset, "the graph's node features")
-            return GraphInputs.build(graph.features, graph.adjacency, self.device_, ids)
+            return GraphInputs.build(self._scaled(graph.features, reset), graph.adjacency,
+                                     self.device_, ids)
         X = validate_data(self, X, accept_sparse="csr", dtype=np.float32, reset=reset)
         A = None if adjacency is None else check_adjacency(adjacency, X.shape[0])
         self._check_in_dim(X.shape[1], reset, "X")
-        return GraphInputs.build(X, A, self.device_)
+        return GraphInputs.build(self._scaled(X, reset), A, self.device_)
+
+    def _scaled(self, F, reset):
+        """Features after the fitted ``feature_scaling`` (fitted here when ``reset``)."""
+        if reset:
+            self._feature_scaling = FeatureScaling(self.feature_scaling).fit(F)
+            self.feature_scaling_ = self._feature_scaling.how_
+        return self._feature_scaling.transform(F)
 
     def _check_in_dim(self, n_features, reset, what):
         if reset or not hasattr(self, "module_"):
@@ -160,8 +179,8 @@ class _DIFFormerBase(NeuralEstimatorBase):
         n_rows = inputs.n if inputs.ids is None else inputs.ids.size
         check_target_length(y, n_rows)
         weights = check_sample_weight(sample_weight, n_rows)
-        targets, labelled, strata = self._targets(y, reset=reset, classes=classes,
-                                                  weights=weights)
+        targets, labelled, strata, weights = self._targets(y, reset=reset, classes=classes,
+                                                           weights=weights)
         rows = np.flatnonzero(labelled & (weights > 0))
         if rows.size == 0:
             raise ValueError("The sample weights are zero on every labelled row; nothing to "
@@ -419,6 +438,7 @@ class DIFFormerClassifier(ClassifierTask, _DIFFormerBase):
         The label that marks unlabelled rows (scikit-learn's semi-supervised convention).
         ``None``: every row is labelled, so ``-1`` is an ordinary class. A warning is given
         when the marked rows look like a genuine class (e.g. labels ``{-1, 1}``).
+    %(class_weight)s
     %(training_parameters)s
 
     Attributes
@@ -464,14 +484,16 @@ class DIFFormerClassifier(ClassifierTask, _DIFFormerBase):
     _parameter_constraints = {
         **_DIFFormerBase._parameter_constraints,
         "unlabelled": [numbers.Integral, str, None],
+        "class_weight": [dict, StrOptions({"balanced"}), None],
     }
 
-    def __init__(self, *, kernel="simple", qk_norm="global", n_layers=4, hidden_dim=64,
-                 n_heads=1, alpha=0.5, dropout=0.2, graph_weight=None, value_projection=False,
-                 attention_scope="all", block_size=1024, unlabelled=-1, max_epochs=300,
-                 lr=1e-2, weight_decay=5e-3, batch_size=None, early_stopping=True,
-                 validation_fraction=0.1, n_iter_no_change=50, n_init=1, warm_start=False,
-                 device="auto", random_state=None, verbose=0, callbacks=None):
+    def __init__(self, *, feature_scaling="auto", kernel="simple", qk_norm="global", n_layers=4,
+                 hidden_dim=64, n_heads=1, alpha=0.5, dropout=0.2, graph_weight=None,
+                 value_projection=False, attention_scope="all", block_size=1024, unlabelled=-1,
+                 class_weight=None, max_epochs=300, lr=1e-2, weight_decay=5e-3, batch_size=None,
+                 early_stopping=True, validation_fraction=0.1, n_iter_no_change=50, n_init=1,
+                 warm_start=False, device="auto", n_threads=None, random_state=None, verbose=0,
+                 callbacks=None):
         self._init_params(locals())
 
     def _unlabelled_marker(self):
@@ -586,12 +608,12 @@ class DIFFormerRegressor(RegressorTask, _DIFFormerBase):
 
     _nan_is_unlabelled = True
 
-    def __init__(self, *, kernel="simple", qk_norm="global", n_layers=4, hidden_dim=64,
-                 n_heads=1, alpha=0.5, dropout=0.2, graph_weight=None, value_projection=False,
-                 attention_scope="all", block_size=1024, max_epochs=300, lr=1e-2,
-                 weight_decay=5e-3, batch_size=None, early_stopping=True,
+    def __init__(self, *, feature_scaling="auto", kernel="simple", qk_norm="global", n_layers=4,
+                 hidden_dim=64, n_heads=1, alpha=0.5, dropout=0.2, graph_weight=None,
+                 value_projection=False, attention_scope="all", block_size=1024, max_epochs=300,
+                 lr=1e-2, weight_decay=5e-3, batch_size=None, early_stopping=True,
                  validation_fraction=0.1, n_iter_no_change=50, n_init=1, warm_start=False,
-                 device="auto", random_state=None, verbose=0, callbacks=None):
+                 device="auto", n_threads=None, random_state=None, verbose=0, callbacks=None):
         self._init_params(locals())
 
     def _n_network_outputs(self):

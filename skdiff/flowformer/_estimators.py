@@ -158,13 +158,22 @@ class _FlowformerBase(NeuralEstimatorBase):
     def _channel_graph(self, adjacency, reset):
         """The normalised channel graph :math:`\\hat D^{-1/2}(A+I)\\hat D^{-1/2}` or None."""
         if not reset:
+            if adjacency is not None and (self.adjacency_ is None or not np.allclose(
+                    self._normalised(adjacency), self.adjacency_)):
+                raise ValueError(
+                    "warm_start=True and partial_fit continue the network trained on the "
+                    "fitted channel graph (adjacency_); got a different 'adjacency'. Fit a new "
+                    "network for it (warm_start=False), or pass the fitted graph or None.")
             return
         if adjacency is None:
             self.adjacency_ = None
             return
+        self.adjacency_ = self._normalised(adjacency)
+
+    def _normalised(self, adjacency):
         A = check_adjacency(adjacency, self.n_channels_in_, what="channels of X")
         ei, ew = edge_index_from_scipy(A)
-        self.adjacency_ = normalized_adjacency(ei, ew, self.n_channels_in_).to_dense().numpy()
+        return normalized_adjacency(ei, ew, self.n_channels_in_).to_dense().numpy()
 
     def _check_model_params(self):
         """Checks across parameters, with the fix in the message."""
@@ -197,7 +206,8 @@ class _FlowformerBase(NeuralEstimatorBase):
         Xs = self._sequences(X, reset=reset)
         check_target_length(y, len(Xs), "sequence")
         weights = check_sample_weight(sample_weight, len(Xs))
-        targets, _, strata = self._targets(y, reset=reset, classes=classes, weights=weights)
+        targets, _, strata, weights = self._targets(y, reset=reset, classes=classes,
+                                                    weights=weights)
         if reset:
             self._check_model_params()
         self._channel_graph(adjacency, reset)
@@ -361,10 +371,9 @@ class FlowformerRegressor(RegressorTask, _FlowformerBase):
     def __init__(self, *, hidden_dim=64, n_heads=4, n_layers=2, ff_dim=None, dropout=0.1,
                  causal=False, clamp=1.0, pooling="mean", attention="flow", instance_norm=True,
                  skip="level", patch_len=None, patch_stride=None, uncertainty="gaussian",
-                 max_epochs=100, lr=1e-3, weight_decay=0.0, batch_size=64,
-                 early_stopping=True, validation_fraction=0.1, n_iter_no_change=10, n_init=1,
-                 warm_start=False, device="auto", random_state=None, verbose=0,
-                 callbacks=None):
+                 max_epochs=100, lr=1e-3, weight_decay=0.0, batch_size=64, early_stopping=True,
+                 validation_fraction=0.1, n_iter_no_change=10, n_init=1, warm_start=False,
+                 device="auto", n_threads=None, random_state=None, verbose=0, callbacks=None):
         self._init_params(locals())
 
     @property
@@ -460,7 +469,9 @@ class FlowformerClassifier(ClassifierTask, _FlowformerBase):
 
     Parameters
     ----------
-    %(parameters)s
+    %(network_parameters)s
+    %(class_weight)s
+    %(training_parameters)s
 
     Attributes
     ----------
@@ -494,11 +505,16 @@ class FlowformerClassifier(ClassifierTask, _FlowformerBase):
 
     def __init__(self, *, hidden_dim=64, n_heads=4, n_layers=2, ff_dim=None, dropout=0.1,
                  causal=False, clamp=1.0, pooling="mean", attention="flow", instance_norm=True,
-                 skip="level", patch_len=None, patch_stride=None, max_epochs=100, lr=1e-3,
-                 weight_decay=0.0, batch_size=64, early_stopping=True, validation_fraction=0.1,
-                 n_iter_no_change=10, n_init=1, warm_start=False, device="auto",
-                 random_state=None, verbose=0, callbacks=None):
+                 skip="level", patch_len=None, patch_stride=None, class_weight=None, max_epochs=100,
+                 lr=1e-3, weight_decay=0.0, batch_size=64, early_stopping=True,
+                 validation_fraction=0.1, n_iter_no_change=10, n_init=1, warm_start=False,
+                 device="auto", n_threads=None, random_state=None, verbose=0, callbacks=None):
         self._init_params(locals())
+
+    _parameter_constraints = {
+        **_FlowformerBase._parameter_constraints,
+        "class_weight": [dict, StrOptions({"balanced"}), None],
+    }
 
     def _n_network_outputs(self):
         return self.classes_.size

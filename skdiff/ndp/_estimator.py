@@ -11,7 +11,8 @@ import torch
 from sklearn.base import RegressorMixin
 
 from .._base import EstimatorBase, Interval, StrOptions, check_is_fitted, validate_data
-from .._checks import check_n_samples
+from .._checks import check_n_samples, fit_scale
+from .._docs import fill_doc
 from .._engine import draw_seed, torch_seed
 from ..diffusion.samplers import conditional_sample, prior_sample
 from ._prior_cache import default_cache_dir, pretrained_prior, trained_prior
@@ -19,6 +20,7 @@ from ._prior_cache import default_cache_dir, pretrained_prior, trained_prior
 __all__ = ["NDPRegressor", "gaussian_log_likelihood", "log_likelihood_scorer"]
 
 
+@fill_doc()
 class NDPRegressor(RegressorMixin, EstimatorBase):
     """Regression with a Neural Diffusion Process prior (a drop-in for GaussianProcessRegressor).
 
@@ -108,7 +110,8 @@ class NDPRegressor(RegressorMixin, EstimatorBase):
     cache_dir : str or path, default=None
         Where trained priors are cached (``None``: ``$SKDIFF_CACHE/ndp`` or
         ``~/.cache/skdiff/ndp``).
-    device : str, default="auto"
+    %(device)s
+    %(n_threads)s
     random_state : int, RandomState or None, default=None
         Seeds prior training and ``predict``'s Monte Carlo noise: a fitted estimator's
         ``predict`` is deterministic.
@@ -186,6 +189,7 @@ class NDPRegressor(RegressorMixin, EstimatorBase):
         "batch_size": [Interval(numbers.Integral, 1, None, closed="left")],
         "cache_dir": [str, os.PathLike, None],
         "device": [str, torch.device],
+        "n_threads": [Interval(numbers.Integral, 1, None, closed="left"), None],
         "random_state": ["random_state"],
         "verbose": ["verbose"],
         "callbacks": [list, tuple, None],
@@ -195,8 +199,8 @@ class NDPRegressor(RegressorMixin, EstimatorBase):
                  n_resample=4, n_samples=64, x_bounds=None, x_margin=0.9, predict_noise=True,
                  normalize_y=True, max_context=128, predict_batch_size=64, hidden_dim=None,
                  n_layers=None, n_heads=None, max_epochs=20, steps_per_epoch=250, lr=1e-3,
-                 batch_size=32, cache_dir=None, device="auto", random_state=None, verbose=0,
-                 callbacks=None):
+                 batch_size=32, cache_dir=None, device="auto", n_threads=None, random_state=None,
+                 verbose=0, callbacks=None):
         self._init_params(locals())
 
     # -- fit -------------------------------------------------------------------------------
@@ -224,6 +228,9 @@ class NDPRegressor(RegressorMixin, EstimatorBase):
                 f"NDPRegressor models a single output; y has shape {y_arr.shape}. Fit one "
                 "estimator per column (e.g. sklearn.multioutput.MultiOutputRegressor)."
             )
+        if np.asarray(y_arr).dtype.kind not in "biufO":
+            raise ValueError(f"NDPRegressor needs numeric targets; y has dtype "
+                             f"{np.asarray(y_arr).dtype}.")
         X, y = validate_data(self, X, y, dtype=np.float64, y_numeric=True)
         n, d = X.shape
         # 1. the target scale
@@ -235,14 +242,12 @@ class NDPRegressor(RegressorMixin, EstimatorBase):
                 "sample. Pass normalize_y=False if y is already on the prior's scale."
             )
         else:
-            self.y_mean_ = float(np.mean(y))
-            std = float(np.std(y))
-            if not np.isfinite(std) or std <= 1e-12 * max(1.0, abs(self.y_mean_)):
+            mean, scale, constant = fit_scale(y[:, None], name="y", return_constant=True)
+            if constant[0]:
                 warnings.warn("y is constant; NDPRegressor uses a unit scale for it, so the "
                               "posterior is the prior's around that constant.", UserWarning,
-                              stacklevel=2)
-                std = 1.0
-            self.y_std_ = std
+                              stacklevel=3)
+            self.y_mean_, self.y_std_ = float(mean[0]), float(scale[0])
         # 2. the prior (network, configuration, schedule)
         self._get_prior(d, seed)
         # 3. the input map into the prior's domain
@@ -344,7 +349,7 @@ class NDPRegressor(RegressorMixin, EstimatorBase):
         dev = self.device_
         kwargs = dict(n_samples=int(n_samples), n_resample=self.n_resample, eta=1.0,
                       n_steps=None if self.sampler == "ddpm" else self.n_sampling_steps)
-        with torch_seed(seed, dev), torch.no_grad():
+        with torch_seed(seed, dev), torch.no_grad(), self._threads():
             xc = torch.as_tensor(self.X_train_, dtype=torch.float32, device=dev)
             yc = torch.as_tensor(self.y_train_, dtype=torch.float32, device=dev)
             xt = torch.as_tensor(Z, dtype=torch.float32, device=dev)
