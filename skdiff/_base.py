@@ -279,7 +279,7 @@ class EstimatorBase(BaseEstimator):
             if net_state is not None:
                 self.net_.__dict__.clear()
                 self.net_.__dict__.update(net_state)
-                self.module_ = self.net_.module_
+                self.module_, self.history_ = self.net_.module_, self.net_.history_
             raise
 
     def _prepare_fit(self, *, reset=True):
@@ -643,6 +643,9 @@ class NeuralEstimatorBase(EstimatorBase):
             self.net_ = self._make_net(module, train_ds, valid_ds)
             self.net_.initialize()
         else:
+            # a continued net trains with the estimator's current training parameters
+            self.net_.set_params(lr=self.lr, max_epochs=self.max_epochs,
+                                 optimizer__weight_decay=self.weight_decay)
             self._rebind_callbacks(train_ds, valid_ds)
         self.net_.set_params(
             train_split=predefined_split(valid_ds) if valid_ds is not None else None)

@@ -263,7 +263,9 @@ class NDPRegressor(RegressorMixin, EstimatorBase):
                                                               replace=False))
         self.X_train_ = self._map_x(X[idx])
         self.y_train_ = (y[idx] - self.y_mean_) / self.y_std_
-        self.noise_variance_ = float(self.prior_config_.noise) * self.y_std_ ** 2
+        with np.errstate(over="ignore"):  # inf for targets beyond float64's squares
+            self.noise_variance_ = float(np.float64(self.prior_config_.noise)
+                                         * np.float64(self.y_std_) ** 2)
         return self
 
     def _get_prior(self, n_dims, seed):

@@ -1,0 +1,280 @@
+"""Reliability: no silent wrong answer, no poisoned cache, a failed fit never corrupts a fit.
+
+Fault injection (an interrupt at a given epoch, a corrupt cache file, two processes writing one
+cache, a refit that fails), scale-free numerics and label handling. The longer battery of bad
+inputs lives in ``benchmarks/reliability.py``.
+"""
+
+import multiprocessing as mp
+import pickle
+import warnings
+
+import numpy as np
+import pytest
+import torch
+from sklearn.exceptions import NotFittedError
+from skorch.callbacks import Callback
+
+from skdiff import (
+    DIFFormerClassifier,
+    DIFFormerRegressor,
+    FlowformerClassifier,
+    FlowformerRegressor,
+    NDPRegressor,
+    TrainingDivergedError,
+)
+from skdiff.datasets import make_graph_signal, make_planted_partition
+
+FLOW = dict(hidden_dim=16, n_heads=2, n_layers=1, max_epochs=8, device="cpu", random_state=0)
+DIF = dict(n_layers=2, hidden_dim=16, max_epochs=30, device="cpu", random_state=0)
+
+
+@pytest.fixture(scope="module")
+def series():
+    rng = np.random.RandomState(0)
+    t = np.arange(300)[:, None] + np.arange(16)
+    X = np.sin(2 * np.pi * t / 12) + 0.1 * rng.normal(size=t.shape)
+    return X, X[:, -4:].sum(1)
+
+
+@pytest.fixture(scope="module")
+def graph():
+    return make_planted_partition(120, 3, p_in=0.1, p_out=0.01, n_features=8,
+                                  feature_signal=1.0, random_state=0)
+
+
+class _InterruptAt(Callback):
+    """Raise KeyboardInterrupt at the end of epoch ``epoch``, as a Ctrl-C would."""
+
+    def __init__(self, epoch):
+        self.epoch = epoch
+
+    def on_epoch_end(self, net, **kwargs):
+        if len(net.history) == self.epoch:
+            raise KeyboardInterrupt
+
+
+def _state(est):
+    """What must not change when a refit fails: attributes and the network's weights."""
+    weights = {k: v.clone() for k, v in est.module_.state_dict().items()}
+    return sorted(vars(est)), weights
+
+
+def _same_state(a, b):
+    assert a[0] == b[0]
+    assert all(torch.equal(a[1][k], b[1][k]) for k in a[1])
+
+
+# -- fit is a transaction ----------------------------------------------------------------------
+def test_a_failed_refit_leaves_the_fitted_estimator_as_it_was(series, graph):
+    X, y = series
+    reg = FlowformerRegressor(**FLOW).fit(X, y)
+    before, pred = _state(reg), reg.predict(X)
+    with pytest.raises(TrainingDivergedError, match="Lower 'lr'"):
+        reg.set_params(lr=1e4).fit(X, y * 1e3)
+    _same_state(before, _state(reg))
+    np.testing.assert_array_equal(reg.predict(X), pred)
+    # a refit whose labels fail keeps the previous classes and network
+    Xg, yg, A = graph
+    clf = DIFFormerClassifier(**DIF).fit(Xg, yg, adjacency=A)
+    before, proba = _state(clf), clf.predict_proba(Xg)
+    with pytest.raises(ValueError, match="only one class"):
+        clf.fit(Xg, np.array(["u" if i < 5 else -1 for i in range(120)], dtype=object))
+    _same_state(before, _state(clf))
+    assert clf.classes_.tolist() == [0, 1, 2]
+    np.testing.assert_array_equal(clf.predict_proba(Xg), proba)
+
+
+def test_a_failed_warm_start_restores_the_network_it_was_training(series):
+    X, y = series
+    reg = FlowformerRegressor(**FLOW, warm_start=True).fit(X, y)
+    before, n_epochs = _state(reg), len(reg.history_)
+    with pytest.raises(TrainingDivergedError, match=r"currently 10000.0"):
+        reg.set_params(lr=1e4).fit(X, y)  # a warm start trains with the current parameters
+    _same_state(before, _state(reg))
+    assert len(reg.history_) == n_epochs
+    assert reg.net_.optimizer_.param_groups[0]["lr"] == pytest.approx(1e-3)
+
+
+def test_a_failed_first_fit_leaves_an_unfitted_estimator(series):
+    X, y = series
+    reg = FlowformerRegressor(**{**FLOW, "lr": 1e4})
+    with pytest.raises(TrainingDivergedError):
+        reg.fit(X, y * 1e3)
+    with pytest.raises(NotFittedError):
+        reg.predict(X)
+    assert not [k for k in vars(reg) if k.endswith("_") and not k.startswith("_")]
+
+
+# -- interruption ------------------------------------------------------------------------------
+def test_an_interrupt_ends_training_keeps_the_best_weights_and_says_so(series):
+    X, y = series
+    with pytest.warns(UserWarning, match="interrupted .* during epoch 3.*best weights"):
+        reg = FlowformerRegressor(**{**FLOW, "max_epochs": 20},
+                                  callbacks=[_InterruptAt(3)]).fit(X, y)
+    assert len(reg.history_) == 3
+    best = int(np.argmin(reg.history_[:, "valid_loss"]))
+    assert reg.history_[best, "valid_loss_best"]
+    # one interrupt stops every initialisation of n_init
+    with pytest.warns(UserWarning, match="interrupted"):
+        reg = FlowformerRegressor(**{**FLOW, "max_epochs": 20}, n_init=3,
+                                  callbacks=[_InterruptAt(2)]).fit(X, y)
+    assert reg.init_scores_.shape == (1,)
+
+
+def test_early_stopping_is_not_an_interrupt(series):
+    X, y = series
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        reg = FlowformerRegressor(**{**FLOW, "max_epochs": 200, "lr": 0.05},
+                                  n_iter_no_change=2).fit(X, y)
+    assert len(reg.history_) < 200
+
+
+# -- divergence --------------------------------------------------------------------------------
+def test_a_learning_rate_that_wrecks_training_is_an_error(graph):
+    Xg, yg, A = graph
+    with pytest.raises(TrainingDivergedError, match=r"Lower 'lr' \(currently 1000.0\)"):
+        DIFFormerClassifier(**{**DIF, "lr": 1e3}).fit(Xg, yg)
+    X = np.random.RandomState(0).normal(size=(200, 12))
+    y = (X[:, 0] > 0).astype(int)
+    with pytest.raises(TrainingDivergedError):
+        FlowformerClassifier(**{**FLOW, "lr": 1e3}).fit(X, y)
+
+
+# -- labels ------------------------------------------------------------------------------------
+def test_minus_one_is_unlabelled_unless_unlabelled_is_none(graph):
+    Xg, yg, _ = graph
+    y = np.where(yg == 0, -1, yg)  # a genuine class -1, as frequent as the others
+    with pytest.warns(UserWarning, match="pass unlabelled=None"):
+        clf = DIFFormerClassifier(**DIF).fit(Xg, y)
+    assert clf.classes_.tolist() == [1, 2]
+    clf = DIFFormerClassifier(**DIF, unlabelled=None).fit(Xg, y)
+    assert clf.classes_.tolist() == [-1, 1, 2]
+    # many unlabelled rows (semi-supervised data): no warning
+    y_semi = np.where(np.arange(120) % 4 == 0, yg, -1)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", UserWarning)
+        DIFFormerClassifier(**{**DIF, "max_epochs": 2}).fit(Xg, y_semi)
+    # a list mixing strings and the number -1: -1 stays the marker, not the string '-1'
+    names = ["a", "b", "c"]
+    y_list = [names[c] if i % 3 else -1 for i, c in enumerate(yg)]
+    clf = DIFFormerClassifier(**{**DIF, "max_epochs": 2}).fit(Xg, y_list)
+    assert clf.classes_.tolist() == names
+    assert clf.score(Xg, y_list) == np.mean(clf.predict(Xg)[np.arange(120) % 3 > 0]
+                                            == np.array(y_list, dtype=object)[
+                                                np.arange(120) % 3 > 0])
+
+
+# -- scale-free numerics -----------------------------------------------------------------------
+@pytest.mark.parametrize("factor", [1e-13, 1e13])
+def test_predictions_follow_the_units_of_x_and_y(series, graph, factor):
+    X, y = series
+    reg = FlowformerRegressor(**FLOW).fit(X, y)
+    scaled = FlowformerRegressor(**FLOW).fit(X * factor, y * factor + 5 * factor)
+    np.testing.assert_allclose(scaled.predict(X * factor), reg.predict(X) * factor + 5 * factor,
+                               rtol=1e-4, atol=1e-4 * factor)
+    Xg, yg, A = graph
+    clf = DIFFormerClassifier(**DIF).fit(Xg, yg, adjacency=A)
+    np.testing.assert_allclose(
+        DIFFormerClassifier(**DIF).fit(Xg * factor, yg, adjacency=A).predict_proba(Xg * factor),
+        clf.predict_proba(Xg), atol=1e-4)
+    Xs, ys, As = make_graph_signal(100, random_state=0)
+    dreg = DIFFormerRegressor(**DIF).fit(Xs, ys, adjacency=As)
+    np.testing.assert_allclose(
+        DIFFormerRegressor(**DIF).fit(Xs * factor, ys * factor, adjacency=As).predict(
+            Xs * factor), dreg.predict(Xs) * factor, rtol=1e-3, atol=1e-3 * factor)
+
+
+def test_ndp_follows_the_units_of_y_and_refuses_what_it_cannot_use():
+    rng = np.random.RandomState(0)
+    X = np.linspace(0, 1, 8)[:, None]
+    y = np.sin(6 * X[:, 0]) + 0.05 * rng.normal(size=8)
+    kw = dict(n_samples=8, n_sampling_steps=4, n_resample=1, random_state=0, device="cpu")
+    mean = NDPRegressor(**kw).fit(X, y).predict(X)
+    for factor in (1e-13, 1e13, 1e200):
+        np.testing.assert_allclose(NDPRegressor(**kw).fit(X, y * factor).predict(X) / factor,
+                                   mean, rtol=1e-6, atol=1e-9)
+    with pytest.raises(ValueError, match="numeric targets; y has dtype <U"):
+        NDPRegressor(**kw).fit(X, np.array(list("abcdefgh")))
+    with pytest.warns(UserWarning, match="y is constant"):
+        NDPRegressor(**kw).fit(X, np.full(8, 3e-14))
+
+
+# -- caches ------------------------------------------------------------------------------------
+_TINY_PRIOR = dict(pretrained=False, prior="se", hidden_dim=8, n_layers=1, n_heads=2,
+                   max_epochs=1, steps_per_epoch=3, batch_size=4, n_samples=4,
+                   n_sampling_steps=3, n_resample=0, device="cpu", random_state=0)
+
+
+def _fit_tiny_prior(cache_dir):
+    X = np.linspace(0, 1, 5)[:, None]
+    NDPRegressor(**_TINY_PRIOR, cache_dir=cache_dir).fit(X, X[:, 0])
+    return sorted(p.name for p in __import__("pathlib").Path(cache_dir).glob("prior_*"))
+
+
+def test_a_corrupt_cache_entry_is_discarded_and_rebuilt(tmp_path):
+    from skdiff.ndp._prior_cache import _MEMORY
+
+    _MEMORY.clear()
+    files = _fit_tiny_prior(tmp_path)
+    pt = next(tmp_path.glob("prior_*.pt"))
+    good = pt.read_bytes()
+    pt.write_bytes(good[: len(good) // 2])  # a truncated file
+    _MEMORY.clear()
+    with pytest.warns(UserWarning, match="unusable .* discarded and trained again"):
+        assert _fit_tiny_prior(tmp_path) == files
+    assert pt.read_bytes() == good  # rebuilt, bit for bit (same seed and steps)
+
+
+def test_two_processes_write_one_cache(tmp_path):
+    ctx = mp.get_context("spawn")
+    with ctx.Pool(2) as pool:
+        results = pool.map(_fit_tiny_prior, [str(tmp_path)] * 2)
+    assert results[0] == results[1] and len(results[0]) == 3  # .pt, .json, .lock
+    from skdiff.ndp._prior_cache import _MEMORY
+
+    _MEMORY.clear()
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", UserWarning)  # the entry verifies
+        _fit_tiny_prior(tmp_path)
+
+
+def test_an_interrupted_prior_training_writes_no_cache_entry(tmp_path):
+    from skdiff.ndp._prior_cache import _MEMORY
+
+    _MEMORY.clear()
+    with pytest.raises(KeyboardInterrupt):
+        NDPRegressor(**_TINY_PRIOR, cache_dir=tmp_path,
+                     callbacks=[_InterruptAt(1)]).fit(np.zeros((3, 1)), [0.0, 1.0, 2.0])
+    assert not list(tmp_path.glob("prior_*.pt"))
+
+
+# -- smaller findings --------------------------------------------------------------------------
+def test_parameter_and_input_errors_name_the_fix(series, graph):
+    X, y = series
+    with pytest.raises(ValueError, match="'hidden_dim' parameter .* Got True"):
+        FlowformerRegressor(**{**FLOW, "hidden_dim": True}).fit(X, y)
+    with pytest.raises(MemoryError, match="lower them"):
+        FlowformerRegressor(**{**FLOW, "hidden_dim": 2 ** 40, "n_heads": 1}).fit(X, y)
+    Xg, yg, A = graph
+    clf = DIFFormerClassifier(**{**DIF, "max_epochs": 2}).fit(Xg, yg, adjacency=A)
+    with pytest.raises(ValueError, match=r"'layer' must be an integer in \[-2, 2\)"):
+        clf.attention_graph(Xg, A, layer=5)
+    with pytest.raises(ValueError, match="'k' must be an integer >= 1; got 0"):
+        clf.attention_graph(Xg, A, k=0)
+    from skdiff import Graph
+
+    g = Graph(Xg, A)
+    with pytest.raises(ValueError, match="duplicate node ids"):
+        clf.fit(np.r_[g.node_ids(), g.node_ids()[:1]], np.r_[yg, 1 - yg[:1]], graph=g)
+    clf.fit(g.node_ids(), yg, graph=g)
+    with pytest.raises(ValueError, match="has 3 features but DIFFormerClassifier was fitted "
+                                         "on 8"):
+        clf.predict(g.node_ids(), graph=Graph(Xg[:, :3], A))
+    Xc = np.random.RandomState(0).normal(size=(40, 12, 3))
+    reg = FlowformerRegressor(**FLOW, warm_start=True).fit(Xc, Xc[:, -1, 0],
+                                                           adjacency=np.ones((3, 3)))
+    with pytest.raises(ValueError, match="different 'adjacency'"):
+        reg.fit(Xc, Xc[:, -1, 0], adjacency=np.eye(3))
+    assert pickle.loads(pickle.dumps(reg)).adjacency_.shape == (3, 3)
