@@ -2,6 +2,7 @@
 
 from ._engine import TrainingDivergedError
 from ._graph import Graph
+from ._posterior import sample_posterior
 from .difformer import DIFFormerClassifier, DIFFormerRegressor
 from .flowformer import FlowformerClassifier, FlowformerRegressor
 from .ndp import NDPRegressor, log_likelihood_scorer
@@ -17,5 +18,6 @@ __all__ = [
     "NDPRegressor",
     "TrainingDivergedError",
     "log_likelihood_scorer",
+    "sample_posterior",
     "__version__",
 ]

@@ -47,6 +47,7 @@ from sklearn.utils._param_validation import HasMethods, StrOptions  # noqa: F401
 from sklearn.utils._param_validation import Interval as _Interval
 from sklearn.utils.validation import check_is_fitted, validate_data  # noqa: F401
 from skorch.callbacks import Callback, EarlyStopping
+from skorch.callbacks import scoring as skorch_scoring
 from skorch.helper import predefined_split
 from torch.utils.data import Dataset
 
@@ -57,6 +58,7 @@ from ._engine import (  # noqa: F401  (re-exported for the estimators)
     FiniteLossGuard,
     Net,
     TrainingDivergedError,
+    atomic_write,
     derive_seed,
     draw_seed,
     first_item,
@@ -303,6 +305,13 @@ class EstimatorBase(BaseEstimator):
                     "The 'callbacks' parameter must be a list of skorch callbacks or "
                     f"(name, callback) pairs; got an element {cb!r}."
                 )
+            callback = cb[1] if isinstance(cb, tuple) else cb
+            if isinstance(callback, (skorch_scoring.EpochScoring, skorch_scoring.BatchScoring)):
+                raise TypeError(
+                    f"skorch's {type(callback).__name__} scores the raw network outputs "
+                    "against skdiff's targets, which carry per-row weights and unlabelled rows; "
+                    "use skdiff.callbacks.EpochScoring, which takes the same scoring argument "
+                    "and scores the rows that count.")
 
     def _rng(self, seed=None):
         """Context manager: torch RNG seeded with ``seed`` (default: the fit seed)."""
@@ -402,6 +411,46 @@ class EstimatorBase(BaseEstimator):
         return torch.as_tensor(np.asarray(array), dtype=dtype, device=self.device_)
 
     # -- persistence -----------------------------------------------------------------------
+    def save(self, path):
+        """Write the estimator (fitted or not) to ``path`` with joblib, atomically.
+
+        Everything travels: the network, scalers, classes, caches and parameters. A file
+        written on a GPU machine loads on a CPU-only one. :meth:`load` reads it back.
+        """
+        import io
+
+        import joblib
+
+        from . import __version__
+
+        buf = io.BytesIO()
+        joblib.dump({"skdiff_version": __version__, "estimator": self}, buf)
+        atomic_write(path, buf.getvalue())
+
+    @classmethod
+    def load(cls, path):
+        """Read an estimator written by :meth:`save` (a pickle: load only files you trust).
+
+        Refuses a file that holds another kind of estimator, and warns when it was written
+        by another version of skdiff.
+        """
+        import joblib
+
+        from . import __version__
+
+        saved = joblib.load(path)
+        if not isinstance(saved, dict) or "estimator" not in saved:
+            raise ValueError(f"{path} was not written by {cls.__name__}.save.")
+        est = saved["estimator"]
+        if not isinstance(est, cls):
+            raise TypeError(f"{path} holds a {type(est).__name__}, not a {cls.__name__}; load "
+                            f"it with {type(est).__name__}.load.")
+        if saved.get("skdiff_version") != __version__:
+            warnings.warn(f"{path} was written by skdiff {saved.get('skdiff_version')}; this is "
+                          f"skdiff {__version__}. Check its predictions before relying on them.",
+                          UserWarning, stacklevel=2)
+        return est
+
     def __getstate__(self):
         # a copy: BaseEstimator's state is the live __dict__ (Python >= 3.11), which the
         # subclasses' __getstate__ edit

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import copy
 import numbers
+import warnings
 import weakref
 
 import numpy as np
@@ -81,6 +82,15 @@ patch_stride : int or None
     Step between patch starts, ``1 <= patch_stride <= patch_len`` (``None``: equal to
     ``patch_len``, non-overlapping). The end of the window is padded with copies of its
     last value when the patches do not tile it exactly.
+layout : {"NLC", "NCL"}
+    Axis order of 3-D ``X``: ``"NLC"`` (samples, length, channels: the tslearn convention)
+    or ``"NCL"`` (samples, channels, length: sktime's and aeon's). ``fit`` warns when an
+    ``"NLC"`` array looks transposed (one step, or fewer steps than channels).
+inference_dtype : {"auto", "float32", "float64"}
+    Precision of ``predict`` and ``sample_posterior``. In float64 a row's prediction does
+    not depend on the other rows of the call (float32 matrix products round differently
+    for different batch sizes, at the 1e-7 level); ``"auto"`` uses float64 on the CPU and
+    float32 on accelerators (Apple's MPS has no float64; GPUs run it slowly).
 batch_size : int
     Sequences per training step.
 n_features_in_ : int
@@ -102,7 +112,8 @@ init_scores_ : ndarray of shape (n_init,)
 FLOWFORMER_DOCS["parameters"] = ["network_parameters", "training_parameters"]
 FLOWFORMER_DOCS["network_parameters"] = [
     "hidden_dim", "n_heads", "n_layers", "ff_dim", "dropout", "causal", "clamp", "pooling",
-    "attention", "instance_norm", "skip", "patch_len", "patch_stride"]
+    "attention", "instance_norm", "skip", "patch_len", "patch_stride", "layout",
+    "inference_dtype"]
 FLOWFORMER_DOCS["sequence_attributes"] = [
     "n_features_in_", "sequence_length_", "n_channels_in_", "x_mean_", "x_scale_",
     "adjacency_", "init_scores_"]
@@ -121,6 +132,8 @@ _MODEL_CONSTRAINTS = {
     "skip": [StrOptions({"level", "window"})],
     "patch_len": [Interval(numbers.Integral, 1, None, closed="left"), None],
     "patch_stride": [Interval(numbers.Integral, 1, None, closed="left"), None],
+    "layout": [StrOptions({"NLC", "NCL"})],
+    "inference_dtype": [StrOptions({"auto", "float32", "float64"})],
 }
 
 
@@ -145,6 +158,13 @@ class _FlowformerBase(NeuralEstimatorBase):
                 f"got an array of shape {X.shape}.")
         if X.ndim == 2:
             X = X[:, :, None]
+        elif self.layout == "NCL":
+            X = np.ascontiguousarray(X.transpose(0, 2, 1))
+        elif reset and (X.shape[1] == 1 or X.shape[1] < X.shape[2]):
+            warnings.warn(
+                f"X of shape {X.shape} is read as (samples, length, channels): {X.shape[1]} "
+                f"time steps of {X.shape[2]} channels. If it is (samples, channels, length), "
+                "as sktime and aeon store series, pass layout='NCL'.", UserWarning, stacklevel=4)
         if reset:
             self.n_channels_in_ = X.shape[2]
             self.sequence_length_ = X.shape[1]
@@ -260,11 +280,15 @@ class _FlowformerBase(NeuralEstimatorBase):
         return self._sequences(X, reset=False)
 
     def _outputs(self, Xs, mc=False):
-        """Raw network outputs for scaled X, in float64 and in batches; (n, n_out)."""
-        Xt = torch.as_tensor(Xs, dtype=torch.float64)
+        """Raw network outputs for scaled X, in batches, at ``inference_dtype``; (n, n_out)."""
+        dtype = self.inference_dtype
+        if dtype == "auto":
+            dtype = "float64" if str(self.device_) == "cpu" else "float32"
+        Xt = torch.as_tensor(Xs, dtype=getattr(torch, dtype))
         bs = 4 * (self.batch_size or 128)
-        module = self._module64(self.module_)
-        outs = [module(Xt[i:i + bs].to(self.device_)).cpu() for i in range(0, len(Xt), bs)]
+        module = self._module64(self.module_) if dtype == "float64" else self.module_
+        outs = [module(Xt[i:i + bs].to(self.device_)).double().cpu()
+                for i in range(0, len(Xt), bs)]
         return torch.cat(outs).numpy() if outs else np.zeros((0, 0))
 
     @staticmethod
@@ -370,10 +394,11 @@ class FlowformerRegressor(RegressorTask, _FlowformerBase):
 
     def __init__(self, *, hidden_dim=64, n_heads=4, n_layers=2, ff_dim=None, dropout=0.1,
                  causal=False, clamp=1.0, pooling="mean", attention="flow", instance_norm=True,
-                 skip="level", patch_len=None, patch_stride=None, uncertainty="gaussian",
-                 max_epochs=100, lr=1e-3, weight_decay=0.0, batch_size=64, early_stopping=True,
-                 validation_fraction=0.1, n_iter_no_change=10, n_init=1, warm_start=False,
-                 device="auto", n_threads=None, random_state=None, verbose=0, callbacks=None):
+                 skip="level", patch_len=None, patch_stride=None, layout="NLC",
+                 inference_dtype="auto", uncertainty="gaussian", max_epochs=100, lr=1e-3,
+                 weight_decay=0.0, batch_size=64, early_stopping=True, validation_fraction=0.1,
+                 n_iter_no_change=10, n_init=1, warm_start=False, device="auto", n_threads=None,
+                 random_state=None, verbose=0, callbacks=None):
         self._init_params(locals())
 
     @property
@@ -505,10 +530,11 @@ class FlowformerClassifier(ClassifierTask, _FlowformerBase):
 
     def __init__(self, *, hidden_dim=64, n_heads=4, n_layers=2, ff_dim=None, dropout=0.1,
                  causal=False, clamp=1.0, pooling="mean", attention="flow", instance_norm=True,
-                 skip="level", patch_len=None, patch_stride=None, class_weight=None, max_epochs=100,
-                 lr=1e-3, weight_decay=0.0, batch_size=64, early_stopping=True,
-                 validation_fraction=0.1, n_iter_no_change=10, n_init=1, warm_start=False,
-                 device="auto", n_threads=None, random_state=None, verbose=0, callbacks=None):
+                 skip="level", patch_len=None, patch_stride=None, layout="NLC",
+                 inference_dtype="auto", class_weight=None, max_epochs=100, lr=1e-3,
+                 weight_decay=0.0, batch_size=64, early_stopping=True, validation_fraction=0.1,
+                 n_iter_no_change=10, n_init=1, warm_start=False, device="auto", n_threads=None,
+                 random_state=None, verbose=0, callbacks=None):
         self._init_params(locals())
 
     _parameter_constraints = {
