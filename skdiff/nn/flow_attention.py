@@ -292,10 +292,11 @@ def flow_attention(q, k, v, *, causal=False, clamp=1.0, eps=1e-6, chunk_size=Non
 
     Precision: float64 and float32 run in their dtype. Under ``torch.autocast`` (float32
     inputs) or with bfloat16 / float16 inputs, the flow statistics (sums over the sequence,
-    divisions, the running log-sum-exp) are computed in float32; the aggregation's matrix
-    products run in bfloat16 with the carried states accumulated in float32 (in float32
-    when the reduced dtype is float16: the causal prefix states grow like L and the query
-    gain :math:`a_t / I_t` falls like 1 / L, out of float16's range at long lengths).
+    divisions, the running log-sum-exp) are computed in float32; the causal aggregation's
+    matrix products run in bfloat16 with the carried states accumulated in float32 (in
+    float32 when the reduced dtype is float16: the causal prefix states grow like L and the
+    query gain :math:`a_t / I_t` falls like 1 / L, out of float16's range at long lengths);
+    the normal path's two (d, e) products run in float32.
 
     Examples
     --------
@@ -343,9 +344,12 @@ def flow_attention(q, k, v, *, causal=False, clamp=1.0, eps=1e-6, chunk_size=Non
             out = _CausalAggregate.apply(phi_q, gain, phi_k, v, comp, chunk, block, mm)
         else:
             # competition reweights the sources; the d x e matrix first, then the sinks, gated
-            # by allocation / I (one (n, e) product: no phi(q) / I copy, no reweighted values)
-            kv = (phi_k * comp[..., None]).to(mm).transpose(-1, -2) @ v.to(mm)  # (b, h, d, e)
-            out = (phi_q.to(mm) @ kv) * gain[..., None]
+            # by allocation / I (one (n, e) product: no phi(q) / I copy, no reweighted values).
+            # In the statistics' dtype: the operands are statistics already, and the gradient
+            # of phi(q) is a difference of near-equal terms (the product and the normaliser
+            # I) that bfloat16 products would leave a few percent off.
+            kv = (phi_k * comp[..., None]).transpose(-1, -2) @ v.to(stats)  # (b, h, d, e)
+            out = (phi_q @ kv) * gain[..., None]
     return out.to(out_dtype)
 
 
@@ -397,14 +401,15 @@ def _block_size(device, bh, L, chunk, d, e):
 
 
 def _precision(q, k, v):
-    """Dtypes of the flow statistics, of the aggregation's matrix products and of the output.
+    """Dtypes of the flow statistics, of the causal kernel's matrix products, of the output.
 
     float64 and float32 inputs run in their dtype. Reduced precision (bfloat16 or float16
     inputs, or float32 inputs under ``torch.autocast``) keeps the flow statistics (sums over
-    the whole sequence, divisions, the running log-sum-exp) in float32; the matrix products
-    run in bfloat16 (carried states accumulated in float32) and the output has the reduced
-    dtype. float16 products run in float32: the causal prefix states grow like L, the query
-    gain ``a / I`` falls like 1 / L, which leaves float16's range at long lengths.
+    the whole sequence, divisions, the running log-sum-exp) in float32; the causal kernel's
+    matrix products run in bfloat16 (carried states accumulated in float32) and the output
+    has the reduced dtype. float16 products run in float32: the causal prefix states grow
+    like L, the query gain ``a / I`` falls like 1 / L, which leaves float16's range at long
+    lengths.
     """
     dtype = torch.promote_types(torch.promote_types(q.dtype, k.dtype), v.dtype)
     device = q.device.type
