@@ -10,10 +10,11 @@ predicts the same after loading, and prints wall times. The large-N DIFFormer st
 Flow-Attention long-sequence runs are what a GPU is for; their CPU figures are in
 docs/benchmarks.md. Flow-Attention (normal and causal) is compared with
 ``scaled_dot_product_attention`` at L = 4K and 16K, B8 H8 d32, float32 and bfloat16, with a
-``chunk_size`` sweep of the causal kernel (``--results-dir DIR`` writes the rows as JSON and
-a Markdown table there). ``--device cpu`` runs the same checks on the CPU (a few minutes): a dry
-run that catches a broken script before GPU time is spent on it (the CUDA-vs-CPU comparison
-then compares the CPU with itself). ``--save FILE`` pickles the three fitted estimators with
+``chunk_size`` sweep of the causal kernel (B2 H2 at L = 256 and 512 in the CPU dry run);
+``--results-dir DIR`` writes the rows as JSON and a Markdown table there. ``--device cpu``
+runs the same checks on the CPU (a few minutes): a dry run that catches a broken script
+before GPU time is spent on it (the CUDA-vs-CPU comparison then compares the CPU with
+itself). ``--save FILE`` pickles the three fitted estimators with
 their predictions; ``--check-pickle FILE`` loads that file on another machine (one without
 CUDA, say) and checks that each estimator loads there and predicts the same.
 """
