@@ -1,104 +1,201 @@
-"""Flow-Attention vs softmax attention: forward+backward time and peak memory.
+"""Flow-Attention vs softmax attention (SDPA): forward+backward time and peak memory.
 
-Batch 8, 8 heads, head dim 32, L = 1K, 4K, 16K, normal and causal. Softmax attention is
-:func:`torch.nn.functional.scaled_dot_product_attention` (PyTorch's fused CPU kernel).
-Each configuration runs in a fresh subprocess so that its peak resident memory
-(``resource.getrusage(...).ru_maxrss``) is its own; "extra MB" subtracts the peak of a
-subprocess that only imports torch and allocates the inputs. Softmax at 16K takes minutes on
-a CPU: it is timed once (``--reps`` applies to the others, after one warm-up).
+For each length, normal and causal, :func:`skdiff.nn.flow_attention` against
+:func:`torch.nn.functional.scaled_dot_product_attention` (``is_causal=True`` for the causal
+rows: PyTorch's fused kernels, flash / memory-efficient on CUDA), on (batch, heads, L, dim)
+inputs of each dtype (default B8 H8 d32). In bfloat16, Flow-Attention keeps its flow
+statistics and carried states in float32 (see ``flow_attention``); SDPA runs in bfloat16.
+One step is ``out = attention(q, k, v); out.backward(grad)`` with a dense random ``grad``;
+the time is the best of ``--reps`` after one warm-up (softmax attention at L >= 16K on the
+CPU: one run, no warm-up; it takes minutes there).
+
+Peak memory: on CUDA, ``torch.cuda.max_memory_allocated`` of the step (inputs, outputs and
+gradients included), all configurations in one process. On the CPU each configuration runs
+in a fresh subprocess whose peak resident memory (``ru_maxrss``) is its own; "extra" subtracts
+the peak of a subprocess that only imports torch and allocates the inputs.
 
 Run:
-    python benchmarks/flow_attention_speed.py            # ~10 min on 2 CPU cores
-    python benchmarks/flow_attention_speed.py --device cuda
+    python benchmarks/flow_attention_speed.py --threads 1 --json flow_cpu.json
+    python benchmarks/flow_attention_speed.py --device cuda --dtypes float32 bfloat16 \\
+        --json flow_cuda.json
 """
 
 from __future__ import annotations
 
 import argparse
 import json
+import platform
 import subprocess
 import sys
+import time
+from pathlib import Path
 
-CHILD = r"""
-import json, resource, sys, time
 import torch
-import torch.nn.functional as F
-from skdiff.nn import flow_attention
-method, L, causal, reps, device, threads = sys.argv[1:7]
-L, causal, reps = int(L), causal == "1", int(reps)
-torch.set_num_threads(int(threads))
-torch.manual_seed(0)
-q, k, v = (torch.randn(8, 8, L, 32, device=device, requires_grad=True) for _ in range(3))
-def step():
-    if method == "flow":
-        out = flow_attention(q, k, v, causal=causal)
-    else:
-        out = F.scaled_dot_product_attention(q, k, v, is_causal=causal)
-    out.sum().backward()
-def sync():
-    if device.startswith("cuda"):
-        torch.cuda.synchronize()
-times = []
-if method != "none":
-    if reps > 1:
-        step()  # warm-up
-    for _ in range(reps):
-        sync(); t0 = time.perf_counter(); step(); sync()
-        times.append(time.perf_counter() - t0)
-gpu = torch.cuda.max_memory_allocated() / 2**20 if device.startswith("cuda") else None
-print(json.dumps({"seconds": min(times) if times else 0.0,
-                  "maxrss_mb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024,
-                  "gpu_peak_mb": gpu}))
-"""
+
+DTYPES = {"float32": torch.float32, "bfloat16": torch.bfloat16}
 
 
-def run(method, L, causal, reps, device, threads):
-    out = subprocess.run(
-        [sys.executable, "-c", CHILD, method, str(L), "1" if causal else "0", str(reps), device,
-         str(threads)],
-        capture_output=True, text=True, check=True,
-    )
+def measure(method, L, causal, dtype, device="cpu", batch=8, heads=8, dim=32, reps=3,
+            chunk_size=None):
+    """Time one configuration in this process; ``method`` is "flow", "sdpa" or "none"
+    (inputs only). Returns a dict: seconds (best rep), times, cuda_peak_mb (CUDA only)."""
+    import torch.nn.functional as F
+
+    from skdiff.nn import flow_attention
+
+    cuda = torch.device(device).type == "cuda"
+    torch.manual_seed(0)
+    q, k, v, grad = (torch.randn(batch, heads, L, dim, device=device, dtype=DTYPES[dtype],
+                                 requires_grad=i < 3) for i in range(4))
+
+    def step():
+        if method == "flow":
+            out = flow_attention(q, k, v, causal=causal, chunk_size=chunk_size)
+        else:
+            out = F.scaled_dot_product_attention(q, k, v, is_causal=causal)
+        out.backward(grad)
+        q.grad = k.grad = v.grad = None
+
+    def sync():
+        if cuda:
+            torch.cuda.synchronize()
+
+    times = []
+    if method != "none":
+        slow = method == "sdpa" and L >= 16384 and not cuda
+        if not slow:
+            step()  # warm-up
+        if cuda:
+            sync()
+            torch.cuda.reset_peak_memory_stats()
+        for _ in range(1 if slow else reps):
+            sync()
+            t0 = time.perf_counter()
+            step()
+            sync()
+            times.append(time.perf_counter() - t0)
+    return {"seconds": min(times) if times else 0.0, "times": times,
+            "cuda_peak_mb": torch.cuda.max_memory_allocated() / 2**20 if cuda else None}
+
+
+def _measure_in_subprocess(threads, **config):
+    """:func:`measure` in a fresh interpreter (its own peak RSS), with ``threads`` threads."""
+    code = ("import json, resource, sys, torch; sys.path.insert(0, sys.argv[3]); "
+            "import flow_attention_speed as s; torch.set_num_threads(int(sys.argv[2])); "
+            "r = s.measure(**json.loads(sys.argv[1])); "
+            "r['maxrss_mb'] = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024; "
+            "print(json.dumps(r))")
+    here = str(Path(__file__).resolve().parent)
+    out = subprocess.run([sys.executable, "-c", code, json.dumps(config), str(threads), here],
+                         capture_output=True, text=True)
+    if out.returncode:
+        raise RuntimeError(f"benchmark subprocess failed for {config}:\n{out.stderr[-3000:]}")
     return json.loads(out.stdout.strip().splitlines()[-1])
 
 
-def main():
+def compare(lengths, device="cpu", dtypes=("float32",), causal=(False, True),
+            methods=("flow", "sdpa"), batch=8, heads=8, dim=32, reps=3, threads=1,
+            chunk_size=None, softmax_max_length=None, isolate=None, log=print):
+    """Rows for every (length, dtype, causal, method): a list of dicts (the configuration,
+    seconds, times, peak_mb, extra_mb where measured). ``isolate`` (default: on the CPU)
+    runs each configuration in a subprocess for its peak RSS; on the CPU without it no
+    memory is measured."""
+    from skdiff.nn.flow_attention import default_chunk_size
+
+    cuda = torch.device(device).type == "cuda"
+    isolate = not cuda if isolate is None else isolate
+    flow_chunk = default_chunk_size(device) if chunk_size is None else chunk_size
+    rows = []
+    for L in lengths:
+        for dtype in dtypes:
+            shape = dict(L=L, dtype=dtype, device=device, batch=batch, heads=heads, dim=dim)
+            if isolate:
+                base = _measure_in_subprocess(threads, method="none", causal=False, reps=0,
+                                              **shape)["maxrss_mb"]
+            for is_causal in causal:
+                for method in methods:
+                    if method == "sdpa" and softmax_max_length and L > softmax_max_length:
+                        continue
+                    config = dict(method=method, causal=is_causal, reps=reps,
+                                  chunk_size=flow_chunk if method == "flow" else None, **shape)
+                    if isolate:
+                        r = _measure_in_subprocess(threads, **config)
+                        r.pop("cuda_peak_mb")
+                        r["peak_mb"] = r.pop("maxrss_mb")
+                        r["extra_mb"] = r["peak_mb"] - base
+                    else:
+                        r = measure(**config)
+                        r["peak_mb"] = r.pop("cuda_peak_mb")
+                        if cuda:
+                            torch.cuda.empty_cache()
+                    row = {**config, **r}
+                    rows.append(row)
+                    log(json.dumps(row))
+    return rows
+
+
+def table(rows):
+    """Markdown table: Flow-Attention vs SDPA per (L, causal, dtype), speed-up = SDPA / Flow."""
+    lines = ["| L | causal | dtype | Flow s | SDPA s | speed-up | Flow peak MB | SDPA peak MB |",
+             "|---|---|---|---|---|---|---|---|"]
+    keyed = {(r["L"], r["causal"], r["dtype"], r["method"]): r for r in rows}
+
+    def mem(r):
+        if r is None or r["peak_mb"] is None:
+            return "-"
+        extra = f" ({r['extra_mb']:.0f})" if r.get("extra_mb") is not None else ""
+        return f"{r['peak_mb']:.0f}{extra}"
+
+    for (L, causal, dtype, method), f in keyed.items():
+        if method != "flow":
+            continue
+        s = keyed.get((L, causal, dtype, "sdpa"))
+        speed = f"{s['seconds'] / f['seconds']:.2f}x" if s else "-"
+        sdpa_s = f"{s['seconds']:.4f}" if s else "-"
+        lines.append(f"| {L} | {causal} | {dtype} | {f['seconds']:.4f} | {sdpa_s} | {speed} | "
+                     f"{mem(f)} | {mem(s)} |")
+    return "\n".join(lines)
+
+
+def environment(device, threads):
+    name = torch.cuda.get_device_name(device) if torch.device(device).type == "cuda" \
+        else platform.processor() or platform.machine()
+    return {"device": device, "device_name": name, "torch": torch.__version__,
+            "threads": threads, "python": platform.python_version()}
+
+
+def main(argv=None):
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("--lengths", type=int, nargs="+", default=[1024, 4096, 16384])
-    p.add_argument("--reps", type=int, default=3)
     p.add_argument("--device", default="cpu")
-    p.add_argument("--threads", type=int, default=2)
-    p.add_argument("--softmax-max-length", type=int, default=16384,
+    p.add_argument("--dtypes", nargs="+", choices=sorted(DTYPES), default=["float32"])
+    p.add_argument("--causal-only", action="store_true", help="skip the normal rows")
+    p.add_argument("--batch", type=int, default=8)
+    p.add_argument("--heads", type=int, default=8)
+    p.add_argument("--dim", type=int, default=32)
+    p.add_argument("--reps", type=int, default=3)
+    p.add_argument("--threads", type=int, default=2, help="CPU threads (torch.set_num_threads)")
+    p.add_argument("--chunk-size", type=int, default=None,
+                   help="Flow-Attention chunk_size (default: the device's default)")
+    p.add_argument("--softmax-max-length", type=int, default=None,
                    help="skip softmax attention above this length")
-    args = p.parse_args()
-    rows = []
-    for L in args.lengths:
-        base = run("none", L, False, 0, args.device, args.threads)["maxrss_mb"]
-        for causal in (False, True):
-            res = {}
-            for method in ("flow", "softmax"):
-                if method == "softmax" and L > args.softmax_max_length:
-                    continue
-                reps = 1 if (method == "softmax" and L >= 16384 and args.device == "cpu") \
-                    else args.reps
-                r = run(method, L, causal, reps, args.device, args.threads)
-                r["extra_mb"] = r["maxrss_mb"] - base
-                res[method] = r
-                print(json.dumps({"L": L, "causal": causal, "method": method, **r}), flush=True)
-            rows.append((L, causal, res))
-    print(f"\n| L | causal | Flow s | softmax s | speed-up | Flow peak MB (extra) | "
-          f"softmax peak MB (extra) |   device={args.device}")
-    print("|---|---|---|---|---|---|---|")
-    for L, causal, res in rows:
-        f, s = res["flow"], res.get("softmax")
-        def mem(r):
-            if r is None:
-                return "-"
-            if r["gpu_peak_mb"] is not None:
-                return f"{r['gpu_peak_mb']:.0f} (GPU)"
-            return f"{r['maxrss_mb']:.0f} ({r['extra_mb']:.0f})"
-        sp = f"{s['seconds'] / f['seconds']:.1f}x" if s else "-"
-        ss = f"{s['seconds']:.3f}" if s else "-"
-        print(f"| {L} | {causal} | {f['seconds']:.3f} | {ss} | {sp} | {mem(f)} | {mem(s)} |")
+    p.add_argument("--json", help="write the rows and the environment to this JSON file")
+    args = p.parse_args(argv)
+    if torch.device(args.device).type == "cuda" and not torch.cuda.is_available():
+        p.error(f"--device {args.device}: CUDA is not available here.")
+    torch.set_num_threads(args.threads)
+    rows = compare(args.lengths, device=args.device, dtypes=args.dtypes,
+                   causal=(True,) if args.causal_only else (False, True), batch=args.batch,
+                   heads=args.heads, dim=args.dim, reps=args.reps, threads=args.threads,
+                   chunk_size=args.chunk_size, softmax_max_length=args.softmax_max_length)
+    env = environment(args.device, args.threads)
+    print(f"\nB{args.batch} H{args.heads} d{args.dim}, forward+backward, {env['device_name']}, "
+          f"torch {env['torch']}, {args.threads} thread(s)")
+    print(table(rows))
+    if args.json:
+        with open(args.json, "w") as f:
+            json.dump({"environment": env, "rows": rows}, f, indent=1)
+        print(f"rows written to {args.json}")
 
 
 if __name__ == "__main__":

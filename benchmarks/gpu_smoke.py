@@ -1,21 +1,27 @@
 """GPU smoke test: fit and predict every estimator on CUDA, compare with CPU, time it.
 
     python benchmarks/gpu_smoke.py [--data-home ../shared/data] [--device cpu] [--save FILE]
+                                   [--results-dir DIR]
     python benchmarks/gpu_smoke.py --check-pickle FILE    # on a CPU-only machine
 
 Exits 0 with a message when CUDA is absent (CI has no GPU). With CUDA it checks, for each
 estimator, that a CUDA fit trains (score above a floor), that the fitted model pickles and
 predicts the same after loading, and prints wall times. The large-N DIFFormer step and the
 Flow-Attention long-sequence runs are what a GPU is for; their CPU figures are in
-docs/benchmarks.md. ``--device cpu`` runs the same checks on the CPU (a few minutes): a dry
-run that catches a broken script before GPU time is spent on it (the CUDA-vs-CPU comparison
-then compares the CPU with itself). ``--save FILE`` pickles the three fitted estimators with
+docs/benchmarks.md. Flow-Attention (normal and causal) is compared with
+``scaled_dot_product_attention`` at L = 4K and 16K, B8 H8 d32, float32 and bfloat16, with a
+``chunk_size`` sweep of the causal kernel (B2 H2 at L = 256 and 512 in the CPU dry run);
+``--results-dir DIR`` writes the rows as JSON and a Markdown table there. ``--device cpu``
+runs the same checks on the CPU (a few minutes): a dry run that catches a broken script
+before GPU time is spent on it (the CUDA-vs-CPU comparison then compares the CPU with
+itself). ``--save FILE`` pickles the three fitted estimators with
 their predictions; ``--check-pickle FILE`` loads that file on another machine (one without
 CUDA, say) and checks that each estimator loads there and predicts the same.
 """
 
 import argparse
 import io
+import json
 import pickle
 import sys
 import time
@@ -116,32 +122,76 @@ def flowformer():
     r2p = patched.score(X[3000:], y[3000:])
     print(f"  R^2 {r2p:.3f} (init losses {np.round(patched.init_scores_, 4).tolist()})")
     assert r2p > 0.9, r2p
+    return saved
 
+
+def flow_attention_checks():
+    """Flow-Attention on the device against the CPU in float64, and under bfloat16 autocast
+    against float64 (the custom backward passes included)."""
     from skdiff.nn import flow_attention
 
-    # the custom backward passes (causal chunked aggregation, prefix flows) on CUDA == CPU
     g = torch.Generator().manual_seed(0)
-    q, k, v = (torch.randn(2, 4, 1000, 32, generator=g, dtype=torch.float64) for _ in range(3))
+    q, k, v, gout = (torch.randn(2, 4, 1000, 32, generator=g, dtype=torch.float64)
+                     for _ in range(4))
     for causal in (False, True):
-        qc, kc, vc = (t.to(DEVICE, copy=True).requires_grad_() for t in (q, k, v))
-        out = flow_attention(qc, kc, vc, causal=causal)
-        out.square().sum().backward()
         qr, kr, vr = (t.clone().requires_grad_() for t in (q, k, v))
         ref = flow_attention(qr, kr, vr, causal=causal)
-        ref.square().sum().backward()
-        torch.testing.assert_close(out.cpu(), ref)
-        for a, b in ((qc, qr), (kc, kr), (vc, vr)):
-            torch.testing.assert_close(a.grad.cpu(), b.grad)
-    print(f"  flow_attention fwd+bwd on {DEVICE} equals CPU (float64, normal and causal)")
+        ref.backward(gout)
+        ref = (ref.detach(), qr.grad, kr.grad, vr.grad)
+        qc, kc, vc = (t.to(DEVICE, copy=True).requires_grad_() for t in (q, k, v))
+        out = flow_attention(qc, kc, vc, causal=causal)
+        out.backward(gout.to(DEVICE))
+        for a, b in zip((out.detach(), qc.grad, kc.grad, vc.grad), ref):
+            torch.testing.assert_close(a.cpu(), b)
+        # bfloat16 autocast: values and gradients within 2 % of the largest float64 entry
+        # (the tests ask 1.5 % at L = 300 on the CPU)
+        qc, kc, vc = (t.to(DEVICE, torch.float32).requires_grad_() for t in (q, k, v))
+        with torch.autocast(DEVICE, dtype=torch.bfloat16):
+            out = flow_attention(qc, kc, vc, causal=causal)
+        out.float().backward(gout.to(DEVICE, torch.float32))
+        for a, b in zip((out.detach(), qc.grad, kc.grad, vc.grad), ref):
+            err = float((a.double().cpu() - b).abs().max() / b.abs().max())
+            assert err < 0.02, (causal, err)
+    print(f"  flow_attention fwd+bwd on {DEVICE} equals CPU in float64, and float64 within 2 % "
+          "under bfloat16 autocast (normal and causal)")
 
-    for causal in (False, True):
-        q, k, v = (torch.randn(8, 8, 16384, 32, device=DEVICE, requires_grad=True)
-                   for _ in range(3))
-        _reset_peak()
-        _timed(f"flow_attention L=16384 causal={causal} fwd+bwd",
-               lambda q=q, k=k, v=v, c=causal: flow_attention(q, k, v, causal=c).sum().backward())
-        _print_peak()
-    return saved
+
+def flow_attention_vs_sdpa(results_dir):
+    """Flow-Attention vs SDPA, forward+backward, float32 and bfloat16: B8 H8 d32 at L = 4K
+    and 16K on CUDA (B2 H2 at 256 and 512 in the CPU dry run, in-process, no memory), plus a
+    ``chunk_size`` sweep of the causal kernel at the longest length. Printed, and written to
+    ``results_dir`` (flow_attention_speed.json, flow_attention_speed.md) when given."""
+    from flow_attention_speed import compare, environment, table
+
+    print(f"Flow-Attention vs scaled_dot_product_attention, {DEVICE}")
+    sizes = dict(lengths=[4096, 16384], batch=8, heads=8) if _cuda() else \
+        dict(lengths=[256, 512], batch=2, heads=2)
+    common = dict(device=DEVICE, dtypes=("float32", "bfloat16"), dim=32, reps=3,
+                  threads=torch.get_num_threads(), isolate=False, log=lambda line: None)
+    rows = compare(causal=(True, False), **sizes, **common)
+    md = table(rows)
+    print(md + "\n")
+    sweep = []
+    for chunk in (32, 64, 128, 256):
+        sweep += compare(lengths=sizes["lengths"][-1:], batch=sizes["batch"],
+                         heads=sizes["heads"], causal=(True,), methods=("flow",),
+                         chunk_size=chunk, **common)
+    sweep_md = ["| L | dtype | chunk_size | causal Flow s |", "|---|---|---|---|"]
+    sweep_md += [f"| {r['L']} | {r['dtype']} | {r['chunk_size']} | {r['seconds']:.4f} |"
+                 for r in sweep]
+    print("\n".join(sweep_md))
+    if results_dir:
+        out = Path(results_dir)
+        out.mkdir(parents=True, exist_ok=True)
+        env = environment(DEVICE, torch.get_num_threads())
+        with open(out / "flow_attention_speed.json", "w") as f:
+            json.dump({"environment": env, "rows": rows, "chunk_sweep": sweep}, f, indent=1)
+        (out / "flow_attention_speed.md").write_text(
+            f"B{sizes['batch']} H{sizes['heads']} d32, forward+backward, "
+            f"{env['device_name']}, torch {env['torch']}\n\n{md}\n\n" + "\n".join(sweep_md)
+            + "\n")
+        print(f"  written to {out}/flow_attention_speed.json and .md")
+    return rows
 
 
 def ndp():
@@ -193,6 +243,8 @@ def main():
                         help="cpu: a dry run of the same checks on the CPU")
     parser.add_argument("--save", help="pickle the fitted estimators and predictions here")
     parser.add_argument("--check-pickle", help="load a --save file here and compare")
+    parser.add_argument("--results-dir", help="write the Flow-Attention vs SDPA comparison "
+                        "(JSON and a Markdown table) to this folder")
     args = parser.parse_args()
     if args.check_pickle:
         return check_pickle(args.check_pickle)
@@ -205,6 +257,8 @@ def main():
     name = torch.cuda.get_device_name() if _cuda() else "CPU (dry run)"
     print(f"device: {name} | torch {torch.__version__}")
     saved = {"difformer": difformer(args.data_home), "flowformer": flowformer(), "ndp": ndp()}
+    flow_attention_checks()
+    flow_attention_vs_sdpa(args.results_dir)
     if args.save:
         with open(args.save, "wb") as f:
             pickle.dump(saved, f)

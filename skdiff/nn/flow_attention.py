@@ -31,10 +31,13 @@ and :math:`\hat I_t, \hat O_t` divided by :math:`t`), the allocation is
 
 from __future__ import annotations
 
+import contextlib
+import numbers
+
 import torch
 from torch import nn
 
-__all__ = ["FlowAttention", "flow_attention"]
+__all__ = ["FlowAttention", "default_chunk_size", "flow_attention"]
 
 
 class _PrefixDot(torch.autograd.Function):
@@ -77,93 +80,171 @@ def _prefix_dot(a, b, w=None):
     return _PrefixDot.apply(a, b, w)
 
 
+def _blocks(x, chunk, dtype, scale=None):
+    """``x`` (b, h, L, f), times ``scale`` (b, h, L) if given, as (b h N, chunk, f) chunks in
+    ``dtype``: N = ceil(L / chunk) chunks, the last one zero-padded. A view of ``x`` when
+    nothing is to be scaled, padded, cast or made contiguous."""
+    b, h, L, f = x.shape
+    padded = -(-L // chunk) * chunk
+    if padded == L and scale is None:
+        return x.to(dtype).reshape(-1, chunk, f)
+    out = x.new_empty(b, h, padded, f, dtype=dtype)
+    out[:, :, L:].zero_()  # padded positions add exact zeros to every sum
+    if scale is None:
+        out[:, :, :L] = x
+    else:
+        torch.mul(x, scale[..., None], out=out[:, :, :L])
+    return out.view(-1, chunk, f)
+
+
+def _chunks(x, i, j, chunk, dtype, scale=None):
+    """Positions ``i:j`` of ``x`` (times ``scale``) cut by :func:`_blocks`."""
+    return _blocks(x[:, :, i:j], chunk, dtype, None if scale is None else scale[:, :, i:j])
+
+
+def _unblock(x, b, h, L):
+    """Inverse of :func:`_blocks`: (b h N, chunk, f) -> (b, h, L, f), a view."""
+    return x.view(b, h, -1, x.shape[-1])[:, :, :L]
+
+
+def _exclusive_scan(z, acc, carry=None, reverse=False):
+    r"""``states_n = carry + sum_{m < n} z_m`` (``m > n`` if ``reverse``) along axis 1 of
+    ``z`` (bh, n, f, g), accumulated in dtype ``acc``; ``carry`` (bh, 1, f, g), None for zero.
+    """
+    if reverse:
+        z = z.flip(1)
+    head = z.new_zeros(z.shape[0], 1, *z.shape[2:], dtype=acc) if carry is None else carry
+    states = torch.cat([head, z[:, :-1].to(acc)], 1).cumsum_(1)
+    return states.flip(1) if reverse else states
+
+
+def _block_carries(x, xs, y, ys, spans, mm, acc, reverse=False):
+    r"""State carried into each block of ``spans``: :math:`\sum_u x_u y_u^\top` over the
+    positions of the blocks before it (after it if ``reverse``), ``x`` gained by ``xs`` and
+    ``y`` by ``ys`` (None: no gain). One block: ``[None]`` (nothing carried)."""
+    if len(spans) == 1:
+        return [None]
+    totals = torch.stack([_chunks(x, i, j, j - i, mm, xs).mT @ _chunks(y, i, j, j - i, mm, ys)
+                          for i, j in spans], 1)  # (b h, blocks, f, g)
+    carries = _exclusive_scan(totals, acc, reverse=reverse)
+    return [carries[:, n:n + 1] for n in range(len(spans))]
+
+
+def _spans(L, block):
+    return [(i, min(i + block, L)) for i in range(0, L, block)]
+
+
 class _CausalAggregate(torch.autograd.Function):
-    r"""Chunked causal linear attention with a gain on the queries and one on the values:
+    r"""Causal linear attention with a gain on the queries and one on the values:
 
     .. math:: out_t = s_t\, \phi_t^\top \sum_{u \le t} \kappa_u (c_u v_u)^\top
 
     for ``phi`` (b, h, L, d), ``s`` (b, h, L), ``kappa`` (b, h, L, d), ``v`` (b, h, L, e),
-    ``c`` (b, h, L). Chunks of ``chunk`` positions: inside a chunk the lower-triangular
-    (chunk, chunk) block of :math:`q \kappa^\top` (masked entries are exact zeros, so outputs
-    before t0 never see inputs at t0 or later), across chunks a carried (d, e) state. Memory
-    O(b h (L d + chunk^2 + d e)), against the official (b, h, L, d, e) cumulative sum.
+    ``c`` (b, h, L); ``chunk`` positions per chunk, ``block`` positions (a multiple of
+    ``chunk``) per block, matrix products in dtype ``mm`` (the inputs' dtype, or bfloat16 with
+    the carried states accumulated in float32).
 
-    A custom backward (instead of autograd through the loop) keeps for backward only the
-    inputs, which the caller holds anyway, not the per-chunk (c, c) score blocks, the
-    gained queries and values and the chunk outputs. Together with :class:`_PrefixDot`,
-    measured at L=4096, B8 H8 d32, forward+backward: process peak 1199 -> 854 MB, 2.0 ->
-    1.2 s; at L=16384 3445 -> 2091 MB, 21.7 -> 11.9 s. It recomputes the forward
-    states for :math:`\partial q` and carries the reverse state
-    :math:`P = \sum_{t > \text{chunk}} q_t g_t^\top` for :math:`\partial \kappa, \partial w`
-    (:math:`q = s\phi`, :math:`w = c v`).
+    Chunked scan: with :math:`q = s\phi`, :math:`w = c v` cut into chunks :math:`n`,
+    :math:`out_n = \mathrm{tril}(q_n \kappa_n^\top) w_n + q_n S_n` where the carried state
+    :math:`S_n = \sum_{m < n} \kappa_m^\top w_m` (d, e) is an exclusive cumulative sum of the
+    per-chunk products over the chunk axis. All chunks of a block are computed at once
+    (batched matrix products), so a block is a fixed number of operations whatever its
+    length; blocks carry the state from one to the next. One block covering the sequence
+    (the default off the CPU) makes the number of operations, and GPU kernel launches,
+    independent of L. Masked entries of the (chunk, chunk) blocks are exact zeros, so outputs
+    before t0 never see inputs at t0 or later. Temporaries
+    O(b h block (chunk + d + e + d e / chunk)), against the official (b, h, L, d, e)
+    cumulative sum.
+
+    The custom backward keeps only the inputs (which the caller holds anyway), not the
+    (chunk, chunk) blocks, the chunked products and the states; it recomputes them. With
+    :math:`g` the output gradient and the reverse state
+    :math:`P_n = \sum_{m > n} q_m^\top g_m`:
+    :math:`\partial q = \mathrm{tril}(g w^\top)\kappa + g S^\top`,
+    :math:`\partial \kappa = \mathrm{tril}(g w^\top)^\top q + w P^\top`,
+    :math:`\partial w = \mathrm{tril}(q \kappa^\top)^\top g + \kappa P`. The states
+    carried into each block (S from the blocks before, P from the blocks after) come first,
+    from one (d, e) product per block.
     """
 
     @staticmethod
-    def forward(ctx, phi, s, kappa, v, c, chunk):
+    def forward(ctx, phi, s, kappa, v, c, chunk, block, mm):
         ctx.save_for_backward(phi, s, kappa, v, c)
-        ctx.chunk = chunk
-        b, h, L, _ = phi.shape
-        out = v.new_empty(b, h, L, v.shape[-1])
-        state = v.new_zeros(b, h, phi.shape[-1], v.shape[-1])  # sum_{u < chunk} k_u w_u^T
-        for i in range(0, L, chunk):
-            j = min(i + chunk, L)
-            q, k, w = phi[:, :, i:j] * s[:, :, i:j, None], kappa[:, :, i:j], \
-                v[:, :, i:j] * c[:, :, i:j, None]
-            scores = torch.tril(q @ k.transpose(-1, -2))  # (b, h, c, c)
-            torch.matmul(scores, w, out=out[:, :, i:j])
-            out[:, :, i:j] += q @ state
-            state += k.transpose(-1, -2) @ w
+        ctx.chunk, ctx.block, ctx.mm = chunk, block, mm
+        b, h, L, d = phi.shape
+        e = v.shape[-1]
+        acc = _accumulation_dtype(mm)
+        out = v.new_empty(b, h, L, e, dtype=mm)
+        carry = None  # sum of kappa_u w_u^T over the blocks before (None: zero)
+        with _autocast_off(phi.device.type):
+            for i, j in _spans(L, block):
+                q, k, w = _chunks(phi, i, j, chunk, mm, s), _chunks(kappa, i, j, chunk, mm), \
+                    _chunks(v, i, j, chunk, mm, c)
+                z = (k.mT @ w).view(b * h, -1, d, e)  # per-chunk kappa^T w
+                states = _exclusive_scan(z, acc, carry)  # S
+                if j < L:
+                    carry = states[:, -1:] + z[:, -1:]
+                o = q @ states.view(-1, d, e).to(mm)  # from the chunks before ...
+                o.baddbmm_((q @ k.mT).tril_(), w)  # ... + within the chunk
+                out[:, :, i:j] = _unblock(o, b, h, j - i)
         return out
 
     @staticmethod
     @torch.autograd.function.once_differentiable
     def backward(ctx, g):
         phi, s, kappa, v, c = ctx.saved_tensors
-        chunk = ctx.chunk
+        chunk, block, mm = ctx.chunk, ctx.block, ctx.mm
         need_phi, need_s, need_k, need_v, need_c = ctx.needs_input_grad[:5]
+        need_q, need_w = need_phi or need_s, need_v or need_c
         b, h, L, d = phi.shape
         e = v.shape[-1]
+        acc = _accumulation_dtype(mm)
         gphi = torch.empty_like(phi) if need_phi else None
         gs = torch.empty_like(s) if need_s else None
         gk = torch.empty_like(kappa) if need_k else None
         gv = torch.empty_like(v) if need_v else None
         gc = torch.empty_like(c) if need_c else None
-        starts = range(0, L, chunk)
-        if need_phi or need_s:  # forward sweep: dq_t = sum_{u <= t} (g_t . w_u) k_u
-            state = v.new_zeros(b, h, d, e)
-            for i in starts:
-                j = min(i + chunk, L)
-                gi, k = g[:, :, i:j], kappa[:, :, i:j]
-                w = v[:, :, i:j] * c[:, :, i:j, None]
-                dq = torch.tril(gi @ w.transpose(-1, -2)) @ k + gi @ state.transpose(-1, -2)
-                state += k.transpose(-1, -2) @ w
-                if need_s:
-                    gs[:, :, i:j] = (dq * phi[:, :, i:j]).sum(-1)
-                if need_phi:
-                    torch.mul(dq, s[:, :, i:j, None], out=gphi[:, :, i:j])
-        if need_k or need_v or need_c:  # reverse sweep with P = sum_{t > chunk} q_t g_t^T
-            state = v.new_zeros(b, h, d, e)
-            for i in reversed(starts):
-                j = min(i + chunk, L)
-                gi, k, vi = g[:, :, i:j], kappa[:, :, i:j], v[:, :, i:j]
-                q = phi[:, :, i:j] * s[:, :, i:j, None]
-                w = vi * c[:, :, i:j, None]
-                if need_k:  # dk_u = sum_{t >= u} (g_t . w_u) q_t
-                    gw_scores = torch.tril(gi @ w.transpose(-1, -2))  # [t, u]
-                    torch.matmul(gw_scores.transpose(-1, -2), q, out=gk[:, :, i:j])
-                    gk[:, :, i:j] += w @ state.transpose(-1, -2)
-                if need_v or need_c:  # dw_u = sum_{t >= u} (q_t . k_u) g_t
-                    scores = torch.tril(q @ k.transpose(-1, -2))
-                    dw = scores.transpose(-1, -2) @ gi + k @ state
+        spans = _spans(L, block)
+        with _autocast_off(phi.device.type):
+            # S carried in from the blocks before, P from the blocks after
+            s_in = _block_carries(kappa, None, v, c, spans, mm, acc) if need_q \
+                else [None] * len(spans)
+            p_in = _block_carries(phi, s, g, None, spans, mm, acc, reverse=True) \
+                if need_k or need_w else [None] * len(spans)
+            for (i, j), s0, p0 in zip(spans, s_in, p_in):
+                k, w, gb = _chunks(kappa, i, j, chunk, mm), _chunks(v, i, j, chunk, mm, c), \
+                    _chunks(g, i, j, chunk, mm)
+                if need_k or need_w:
+                    q = _chunks(phi, i, j, chunk, mm, s)
+                    later = _exclusive_scan((q.mT @ gb).view(b * h, -1, d, e), acc, p0,
+                                            reverse=True).view(-1, d, e).to(mm)  # P
+                if need_q or need_k:
+                    gw = (gb @ w.mT).tril_()  # [t, u] = g_t . w_u for u <= t
+                    if need_q:
+                        earlier = _exclusive_scan((k.mT @ w).view(b * h, -1, d, e), acc,
+                                                  s0).view(-1, d, e).to(mm)  # S
+                        dq = _unblock((gb @ earlier.mT).baddbmm_(gw, k), b, h, j - i)
+                        del earlier
+                        if need_s:
+                            gs[:, :, i:j] = (dq * phi[:, :, i:j]).sum(-1)
+                        if need_phi:
+                            torch.mul(dq, s[:, :, i:j, None], out=gphi[:, :, i:j])
+                        del dq
+                    if need_k:
+                        gk[:, :, i:j] = _unblock((w @ later.mT).baddbmm_(gw.mT, q), b, h, j - i)
+                    del gw
+                if need_w:
+                    scores = (q @ k.mT).tril_()
+                    dw = _unblock((k @ later).baddbmm_(scores.mT, gb), b, h, j - i)
+                    del scores
                     if need_c:
-                        gc[:, :, i:j] = (dw * vi).sum(-1)
+                        gc[:, :, i:j] = (dw * v[:, :, i:j]).sum(-1)
                     if need_v:
                         torch.mul(dw, c[:, :, i:j, None], out=gv[:, :, i:j])
-                state += q.transpose(-1, -2) @ gi
-        return gphi, gs, gk, gv, gc, None
+        return gphi, gs, gk, gv, gc, None, None, None
 
 
-def flow_attention(q, k, v, *, causal=False, clamp=1.0, eps=1e-6, chunk_size=64):
+def flow_attention(q, k, v, *, causal=False, clamp=1.0, eps=1e-6, chunk_size=None):
     r"""Flow-Attention on projected queries, keys and values.
 
     Parameters
@@ -182,12 +263,40 @@ def flow_attention(q, k, v, *, causal=False, clamp=1.0, eps=1e-6, chunk_size=64)
         running softmax uses a log-sum-exp, so it stays finite without the clamp.
     eps : float, default=1e-6
         Added to both operands of every flow dot product.
-    chunk_size : int, default=64
-        Positions per chunk of the causal kernel (does not change the result).
+    chunk_size : int or None, default=None
+        Positions per chunk of the causal kernel; ``None`` takes
+        :func:`default_chunk_size` of the inputs' device. It does not change the result
+        (up to rounding), only the split of the work between the (chunk, chunk) blocks and
+        the carried (d, e) states.
 
     Returns
     -------
     Tensor of shape (b, h, n, e)
+        In the dtype of the inputs; bfloat16 (float16) under ``torch.autocast`` with that
+        dtype, and for bfloat16 (float16) inputs.
+
+    Notes
+    -----
+    Causal kernel: a chunked scan. Per chunk of ``chunk_size`` positions the (d, e) state
+    :math:`\sum_u \phi(k_u)(c_u v_u)^\top` is one batched matrix product for all chunks at
+    once, the state carried into each chunk an exclusive cumulative sum over the chunk axis,
+    and the part within a chunk a masked (chunk, chunk) batched product; the flows, the
+    conservation sums and the running softmax are cumulative sums along L. Off the CPU the
+    whole sequence is one block, so the number of operations (GPU kernel launches) does not
+    grow with L. On the CPU the sequence is cut into blocks of whole chunks that carry the
+    state from one to the next, as many chunks per block as keep the block's temporaries
+    near 2**22 elements (fresh large allocations cost page faults there, and memory).
+    Memory is linear in L, :math:`O(b\,h\,(L (d + e + \text{chunk}) + (L / \text{chunk})
+    \,d\,e))` at most; the custom backward pass recomputes the blocks instead of keeping
+    them.
+
+    Precision: float64 and float32 run in their dtype. Under ``torch.autocast`` (float32
+    inputs) or with bfloat16 / float16 inputs, the flow statistics (sums over the sequence,
+    divisions, the running log-sum-exp) are computed in float32; the causal aggregation's
+    matrix products run in bfloat16 with the carried states accumulated in float32 (in
+    float32 when the reduced dtype is float16: the causal prefix states grow like L and the
+    query gain :math:`a_t / I_t` falls like 1 / L, out of float16's range at long lengths);
+    the normal path's two (d, e) products run in float32.
 
     Examples
     --------
@@ -196,6 +305,12 @@ def flow_attention(q, k, v, *, causal=False, clamp=1.0, eps=1e-6, chunk_size=64)
     >>> q, k, v = torch.randn(2, 4, 10, 8), torch.randn(2, 4, 7, 8), torch.randn(2, 4, 7, 16)
     >>> flow_attention(q, k, v).shape
     torch.Size([2, 4, 10, 16])
+    >>> x = torch.randn(2, 4, 100, 8)
+    >>> flow_attention(x, x, x, causal=True).shape
+    torch.Size([2, 4, 100, 8])
+    >>> with torch.autocast("cpu", dtype=torch.bfloat16):
+    ...     flow_attention(x, x, x, causal=True).dtype
+    torch.bfloat16
     """
     if q.dim() != 4 or k.dim() != 4 or v.dim() != 4:
         raise ValueError(
@@ -207,23 +322,120 @@ def flow_attention(q, k, v, *, causal=False, clamp=1.0, eps=1e-6, chunk_size=64)
             f"Incompatible shapes q {tuple(q.shape)}, k {tuple(k.shape)}, v {tuple(v.shape)}: "
             "need q (b, h, n, d), k (b, h, m, d), v (b, h, m, e)."
         )
-    if int(chunk_size) < 1:
-        raise ValueError(f"'chunk_size' must be a positive integer; got {chunk_size!r}.")
+    if chunk_size is not None and (isinstance(chunk_size, bool)
+                                   or not isinstance(chunk_size, numbers.Integral)
+                                   or chunk_size < 1):
+        raise ValueError(f"'chunk_size' must be a positive integer or None (the device's "
+                         f"default); got {chunk_size!r}.")
     n, m = q.shape[2], k.shape[2]
     if causal and n != m:
         raise ValueError(f"causal flow_attention needs as many queries as keys; got {n} and {m}.")
+    stats, mm, out_dtype = _precision(q, k, v)
     # Departure: no torch.utils.checkpoint around the flow statistics; measured, recomputing
     # them in backward raised the peak (the recomputed graph coexists with the gradients).
-    if causal:
-        # competition reweights the values, allocation / I_t gates the sinks, inside the
-        # chunked aggregation (no (L, d)-sized products kept for backward)
-        phi_q, phi_k, comp, gain = _flow_weights(q, k, causal, clamp, eps)
-        return _CausalAggregate.apply(phi_q, gain, phi_k, v, comp, int(chunk_size))
-    phi_q, phi_k, comp, gain = _flow_weights(q, k, causal, clamp, eps)
-    # competition reweights the sources; the d x e matrix first, then the sinks, gated by
-    # allocation / I (one (n, e) product: no phi(q) / I copy, no (m, e) reweighted values)
-    kv = (phi_k * comp[..., None]).transpose(-1, -2) @ v  # (b, h, d, e)
-    return (phi_q @ kv) * gain[..., None]
+    with _autocast_off(q.device.type):  # dtypes are set explicitly below
+        phi_q, phi_k, comp, gain = _flow_weights(q.to(stats), k.to(stats), causal, clamp, eps)
+        if causal:
+            # competition reweights the values, allocation / I_t gates the sinks, inside the
+            # chunked aggregation (no (L, d)-sized products kept for backward)
+            chunk = min(default_chunk_size(q.device) if chunk_size is None else int(chunk_size), n)
+            block = _block_size(q.device, q.shape[0] * q.shape[1], n, chunk, q.shape[-1],
+                                v.shape[-1])
+            out = _CausalAggregate.apply(phi_q, gain, phi_k, v, comp, chunk, block, mm)
+        else:
+            # competition reweights the sources; the d x e matrix first, then the sinks, gated
+            # by allocation / I (one (n, e) product: no phi(q) / I copy, no reweighted values).
+            # In the statistics' dtype: the operands are statistics already, and the gradient
+            # of phi(q) is a difference of near-equal terms (the product and the normaliser
+            # I) that bfloat16 products would leave a few percent off.
+            kv = (phi_k * comp[..., None]).transpose(-1, -2) @ v.to(stats)  # (b, h, d, e)
+            out = (phi_q @ kv) * gain[..., None]
+    return out.to(out_dtype)
+
+
+def default_chunk_size(device):
+    r"""Default ``chunk_size`` of the causal kernel on ``device`` (a str or torch.device).
+
+    Parameters
+    ----------
+    device : str or torch.device
+
+    Returns
+    -------
+    int
+        64 on every device. On the CPU, chunks of 32, 64 and 128 took the same time within
+        measurement noise (forward+backward, B8 H8 d32, L = 4K, one thread). On a GPU the
+        number of kernel launches does not depend on the chunk size (every chunk at once),
+        so a larger chunk buys nothing there: the (chunk, chunk) blocks grow like chunk, the
+        carried states shrink like 1 / chunk, and their memory traffic balances near
+        :math:`\sqrt{d e}` (32 at d = e = 32). Not yet measured on a GPU:
+        ``benchmarks/gpu_smoke.py`` sweeps 32 to 256 there.
+
+    Examples
+    --------
+    >>> from skdiff.nn.flow_attention import default_chunk_size
+    >>> default_chunk_size("cpu")
+    64
+    """
+    torch.device(device)  # validates the argument
+    return 64
+
+
+# Elements of the causal kernel's per-block temporaries on the CPU (see _block_size).
+_CPU_BLOCK_ELEMENTS = 2**22
+
+
+def _block_size(device, bh, L, chunk, d, e):
+    """Positions per block of the causal kernel (a multiple of ``chunk``).
+
+    Off the CPU one block covers the sequence: a fixed number of kernel launches whatever L.
+    On the CPU blocks are cut so that their temporaries (the (chunk, chunk) score blocks, the
+    chunked queries, values and outputs, the (d, e) states: ``bh (chunk + d + 2 e + d e /
+    chunk)`` elements per position) stay near ``_CPU_BLOCK_ELEMENTS``: large temporaries cost
+    page faults on every fresh allocation there, and memory.
+    """
+    if torch.device(device).type != "cpu":
+        return L
+    per_chunk = bh * (chunk * (chunk + d + 2 * e) + d * e)
+    return chunk * max(1, _CPU_BLOCK_ELEMENTS // per_chunk)
+
+
+def _precision(q, k, v):
+    """Dtypes of the flow statistics, of the causal kernel's matrix products, of the output.
+
+    float64 and float32 inputs run in their dtype. Reduced precision (bfloat16 or float16
+    inputs, or float32 inputs under ``torch.autocast``) keeps the flow statistics (sums over
+    the whole sequence, divisions, the running log-sum-exp) in float32; the causal kernel's
+    matrix products run in bfloat16 (carried states accumulated in float32) and the output
+    has the reduced dtype. float16 products run in float32: the causal prefix states grow
+    like L, the query gain ``a / I`` falls like 1 / L, which leaves float16's range at long
+    lengths.
+    """
+    dtype = torch.promote_types(torch.promote_types(q.dtype, k.dtype), v.dtype)
+    device = q.device.type
+    if dtype != torch.float64 and _autocast_enabled(device):
+        dtype = torch.get_autocast_dtype(device)
+    if dtype in (torch.bfloat16, torch.float16):
+        return torch.float32, torch.bfloat16 if dtype == torch.bfloat16 else torch.float32, dtype
+    return dtype, dtype, dtype
+
+
+def _accumulation_dtype(mm):
+    return torch.float32 if mm in (torch.bfloat16, torch.float16) else mm
+
+
+def _autocast_enabled(device_type):
+    try:
+        return torch.is_autocast_enabled(device_type)
+    except RuntimeError:  # a device type autocast does not know (meta, say): never on
+        return False
+
+
+def _autocast_off(device_type):
+    """Disables ``torch.autocast`` on ``device_type`` where it is on (a no-op elsewhere)."""
+    if _autocast_enabled(device_type):
+        return torch.autocast(device_type, enabled=False)
+    return contextlib.nullcontext()
 
 
 def _flow_weights(q, k, causal, clamp, eps):
@@ -312,8 +524,9 @@ class FlowAttention(nn.Module):
     dropout : float, default=0.05
         Dropout after the output projection (0.05 in the official core file).
     eps : float, default=1e-6
-    chunk_size : int, default=64
-        Chunk length of the causal kernel.
+    chunk_size : int or None, default=None
+        Chunk length of the causal kernel (``None``: the device's default, see
+        :func:`flow_attention`).
 
     Shapes
     ------
@@ -322,7 +535,7 @@ class FlowAttention(nn.Module):
     """
 
     def __init__(self, hidden_dim, n_heads, *, causal=False, clamp=1.0, dropout=0.05,
-                 eps=1e-6, chunk_size=64):
+                 eps=1e-6, chunk_size=None):
         super().__init__()
         if hidden_dim % n_heads:
             raise ValueError(

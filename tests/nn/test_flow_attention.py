@@ -1,10 +1,15 @@
 """Flow-Attention equals a slow dense float64 reference built from the paper's equations."""
 
+import importlib
+from collections import Counter
+
 import pytest
 import torch
+from torch.utils._python_dispatch import TorchDispatchMode
 
 from skdiff.nn import FlowAttention, flow_attention
 
+FA = importlib.import_module("skdiff.nn.flow_attention")  # the module, for its private parts
 EPS = 1e-6
 
 
@@ -81,7 +86,7 @@ def test_chunk_size_does_not_change_the_result():
                                    rtol=1e-12, atol=1e-13)
 
 
-@pytest.mark.parametrize("dtype", [torch.float32, torch.float64])
+@pytest.mark.parametrize("dtype", [torch.bfloat16, torch.float32, torch.float64])
 def test_causal_prefix_is_exactly_unaffected_by_the_future(dtype):
     q, k, v = (x.to(dtype) for x in _qkv(2, 2, 40, 40, 6, 6, seed=3))
     t0 = 21  # inside a chunk of 8 (chunk boundaries at 16, 24)
@@ -140,7 +145,7 @@ def test_normal_gradients_match_reference_cross_attention(shape, clamp):
 
 
 @pytest.mark.parametrize("L,chunk,clamp", [(13, 4, None), (16, 16, 1.0), (9, 20, 5.0),
-                                           (21, 1, None)])
+                                           (21, 1, None), (1, 64, 1.0), (30, 7, None)])
 def test_causal_custom_backward_equals_autograd_of_the_dense_reference(L, chunk, clamp):
     # the causal kernel runs its own chunked backward (reverse-order carried state);
     # the dense reference is differentiated by autograd
@@ -155,8 +160,7 @@ def test_causal_custom_backward_equals_autograd_of_the_dense_reference(L, chunk,
 
 
 def test_causal_autograd_functions_pass_gradcheck():
-    from skdiff.nn.flow_attention import _CausalAggregate, _PrefixDot
-
+    _CausalAggregate, _PrefixDot = FA._CausalAggregate, FA._PrefixDot
     gen = torch.Generator().manual_seed(5)
 
     def rand(*shape):
@@ -167,16 +171,114 @@ def test_causal_autograd_functions_pass_gradcheck():
     assert torch.autograd.gradcheck(_PrefixDot.apply, (a, b, None))
     phi, s, kappa, v, c = rand(2, 1, 10, 3), rand(2, 1, 10), rand(2, 1, 10, 3), \
         rand(2, 1, 10, 4), rand(2, 1, 10)
-    for chunk in (3, 10):
-        assert torch.autograd.gradcheck(_CausalAggregate.apply, (phi, s, kappa, v, c, chunk))
+    # (chunk, block): one block (one chunk or a zero-padded last chunk), or blocks carrying
+    # the state (block = chunk; a padded last chunk in the last block)
+    for chunk, block in ((10, 10), (3, 10), (2, 2), (3, 6)):
+        assert torch.autograd.gradcheck(_CausalAggregate.apply,
+                                        (phi, s, kappa, v, c, chunk, block, torch.float64))
     # inputs that need no gradient get none
     v.requires_grad_(False)
-    out = _CausalAggregate.apply(phi, s, kappa, v, c, 4)
-    grads = torch.autograd.grad(out.sum(), (phi, s, kappa, c))
-    ref = torch.autograd.grad(_CausalAggregate.apply(phi, s, kappa, v.clone(), c, 4).sum(),
-                              (phi, s, kappa, c))
-    for x, y in zip(grads, ref):
-        torch.testing.assert_close(x, y, rtol=0, atol=0)
+    for block in (4, 8):
+        out = _CausalAggregate.apply(phi, s, kappa, v, c, 4, block, torch.float64)
+        grads = torch.autograd.grad(out.sum(), (phi, s, kappa, c))
+        ref = torch.autograd.grad(
+            _CausalAggregate.apply(phi, s, kappa, v.clone(), c, 4, block, torch.float64).sum(),
+            (phi, s, kappa, c))
+        for x, y in zip(grads, ref):
+            torch.testing.assert_close(x, y, rtol=0, atol=0)
+
+
+@pytest.mark.parametrize("chunk,block", [(4, 4), (4, 8), (5, 15), (16, 16)])
+def test_causal_blocks_equal_the_dense_reference(chunk, block, monkeypatch):
+    # the CPU cuts long sequences into blocks that carry the state (values and gradients
+    # as with one block, the future still unseen); a tiny element budget forces blocks of
+    # `block` positions here
+    bh, d, e = 4, 5, 3
+    monkeypatch.setattr(FA, "_CPU_BLOCK_ELEMENTS", bh * (chunk * (chunk + d + 2 * e) + d * e)
+                        * (block // chunk))
+    assert FA._block_size("cpu", bh, 37, chunk, d, e) == block
+    q, k, v = (x.requires_grad_() for x in _qkv(2, 2, 37, 37, d, e, seed=block, scale=2.0))
+    g = torch.randn(2, 2, 37, e, generator=torch.Generator().manual_seed(1), dtype=torch.float64)
+    out = flow_attention(q, k, v, causal=True, clamp=None, chunk_size=chunk)
+    ref = dense_reference(q, k, v, causal=True, clamp=None)
+    torch.testing.assert_close(out, ref, rtol=1e-10, atol=1e-12)
+    got = torch.autograd.grad((out * g).sum(), (q, k, v))
+    want = torch.autograd.grad((ref * g).sum(), (q, k, v))
+    for a, b in zip(got, want):
+        torch.testing.assert_close(a, b, rtol=1e-9, atol=1e-11)
+    t0 = 19  # inside the second or a later block
+    q2, k2, v2 = (x.detach().clone() for x in (q, k, v))
+    q2[:, :, t0:], k2[:, :, t0:], v2[:, :, t0:] = 3.0, -7.0, 1e6
+    pert = flow_attention(q2, k2, v2, causal=True, clamp=None, chunk_size=chunk)
+    assert torch.equal(pert[:, :, :t0], out.detach()[:, :, :t0])
+
+
+class _OpCounter(TorchDispatchMode):
+    """Counts the ATen operators dispatched (one GPU kernel launch or more each)."""
+
+    def __init__(self):
+        super().__init__()
+        self.ops = Counter()
+
+    def __torch_dispatch__(self, func, types, args=(), kwargs=None):
+        self.ops[str(func)] += 1
+        return func(*args, **(kwargs or {}))
+
+
+def test_causal_operator_count_does_not_grow_with_length():
+    # 8 chunks vs 63 chunks (both with a padded last chunk) in one block, as on a GPU: the
+    # chunked scan runs every chunk at once, so forward+backward dispatch the same
+    # operators, as often (a loop over chunks would dispatch ~8x more for the longer one)
+    assert FA._block_size("cuda", 64, 16384, 64, 32, 32) == 16384  # one block off the CPU
+    assert FA._block_size("cpu", 4, 500, 8, 4, 3) >= 500
+    counts = []
+    for L in (60, 500):
+        q, k, v = (x.requires_grad_() for x in _qkv(2, 2, L, L, 4, 3, seed=L))
+        with _OpCounter() as counter:
+            flow_attention(q, k, v, causal=True, chunk_size=8).sum().backward()
+        counts.append(counter.ops)
+    assert counts[0] == counts[1]
+
+
+# bfloat16 keeps 8 significant bits (relative rounding 2^-9 ~ 0.2 %): values and gradients
+# must be within 1.5 % of the largest reference entry (measured: 0.3-0.7 %); the flow
+# statistics and the carried states are accumulated in float32
+BF16_TOL = 0.015
+
+
+@pytest.mark.parametrize("causal", [True, False])
+@pytest.mark.parametrize("mode", ["autocast", "bfloat16 inputs"])
+def test_bfloat16_matches_float64_reference(causal, mode):
+    low = torch.float32 if mode == "autocast" else torch.bfloat16
+    # the reference sees the inputs the kernel gets (bfloat16 inputs are rounded: near the
+    # clamp bound that flips the gradient of an element between zero and nonzero)
+    q, k, v = (x.to(low).double() for x in _qkv(2, 2, 300, 300, 16, 8, seed=11))
+    g = torch.randn(2, 2, 300, 8, dtype=torch.float64, generator=torch.Generator().manual_seed(2))
+    q64, k64, v64 = (x.clone().requires_grad_() for x in (q, k, v))
+    ref = dense_reference(q64, k64, v64, causal=causal)
+    ref_grads = torch.autograd.grad((ref * g).sum(), (q64, k64, v64))
+    ql, kl, vl = (x.to(low).requires_grad_() for x in (q, k, v))
+    with torch.autocast("cpu", dtype=torch.bfloat16, enabled=mode == "autocast"):
+        out = flow_attention(ql, kl, vl, causal=causal, chunk_size=16)
+    assert out.dtype == torch.bfloat16
+    torch.testing.assert_close(out.double(), ref, rtol=0, atol=BF16_TOL * ref.abs().max().item())
+    grads = torch.autograd.grad((out * g.to(out.dtype)).sum(), (ql, kl, vl))
+    for got, want in zip(grads, ref_grads):
+        assert got.dtype == low
+        torch.testing.assert_close(got.double(), want, rtol=0,
+                                   atol=BF16_TOL * want.abs().max().item())
+
+
+@pytest.mark.parametrize("causal", [True, False])
+def test_float16_autocast_aggregates_in_float32(causal):
+    # float16 products would leave float16's range at long lengths (see _precision): the
+    # aggregation runs in float32 and only the output is rounded to float16 (2^-11)
+    q, k, v = _qkv(1, 2, 70, 70, 8, 4, seed=4)
+    with torch.autocast("cpu", dtype=torch.float16):
+        out = flow_attention(q.float(), k.float(), v.float(), causal=causal, chunk_size=16)
+    assert out.dtype == torch.float16
+    ref = dense_reference(q, k, v, causal=causal)
+    torch.testing.assert_close(out.double(), ref, rtol=1e-3, atol=1e-4 * ref.abs().max().item())
 
 
 def test_errors():
@@ -189,6 +291,10 @@ def test_errors():
         flow_attention(q, torch.randn(1, 2, 6, 3), torch.randn(1, 2, 6, 4))
     with pytest.raises(ValueError, match="divisible by n_heads"):
         FlowAttention(10, 3)
+    for bad in (0, -4, 2.5, True, "64"):
+        with pytest.raises(ValueError, match=r"'chunk_size' must be a positive integer or None"
+                                             rf" \(the device's default\); got {bad!r}"):
+            flow_attention(q, q, q, causal=True, chunk_size=bad)
 
 
 def test_module_matches_functional_and_supports_cross_attention():
