@@ -322,8 +322,8 @@ class EstimatorBase(BaseEstimator):
         """Run a block with ``n_threads`` torch threads, restoring the caller's count after
         (``None``: leave torch's setting, which joblib's workers already limit)."""
         n = getattr(self, "n_threads", None)
-        if n is None:
-            yield
+        if isinstance(n, bool) or not isinstance(n, numbers.Integral) or n < 1:
+            yield  # None, or an invalid value that parameter validation reports
             return
         before = torch.get_num_threads()
         torch.set_num_threads(int(n))
@@ -738,8 +738,9 @@ class NeuralEstimatorBase(EstimatorBase):
         """Raise :class:`TrainingDivergedError` when this call's training diverged.
 
         Two signs, checked on the weights that training kept (early stopping's best epoch, or
-        the last): a training loss far above where this call started (more than twice the
-        first epoch's), or weights that grew a thousandfold. A non-finite loss stops training
+        the last): a training loss that rose above where this call started by more than the
+        first epoch's magnitude (for a positive loss: more than doubled), or weights that
+        grew a thousandfold. A non-finite loss stops training
         as it happens (:class:`~skdiff._engine.FiniteLossGuard`).
         """
         history = self.history_[start:]
@@ -755,8 +756,8 @@ class NeuralEstimatorBase(EstimatorBase):
         # before its updates; the kept weights' loss shows in the following epoch
         first, last = losses[0], losses[min(kept + 1, len(losses) - 1)]
         scale = _max_abs_weight(self.module_)
-        if last > 2 * first and last - first > 1e-6:
-            why = (f"the training loss ended at {last:.4g}, more than twice where it started "
+        if last - first > abs(first) + 1e-6:  # losses may be negative (a Gaussian NLL)
+            why = (f"the training loss ended at {last:.4g}, far above where it started "
                    f"({first:.4g})")
         elif scale > 1e3 * max(1.0, init_scale):
             why = f"the weights grew from at most {init_scale:.3g} to {scale:.3g} in magnitude"

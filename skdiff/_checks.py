@@ -62,7 +62,8 @@ def fit_scale(values, *, weights=None, name="y", return_constant=False):
 
 def check_target_length(y, n_rows, what="row"):
     """Refuse a ``y`` whose length is not ``n_rows``."""
-    n_y = np.shape(y)[0] if np.ndim(y) else 0
+    shape = np.asarray(y).shape
+    n_y = shape[0] if shape else 0
     if n_y != n_rows:
         raise ValueError(f"X has {n_rows} rows but y has {n_y}; pass one target per {what}.")
 

@@ -31,34 +31,37 @@ def check_ragged(X):
 RIDGE_PENALTIES = (1e-4, 1e-3, 1e-2, 1e-1, 1.0)
 
 
-def ridge_skip(F_all, ys, train, valid, n_skip_outputs):
+def ridge_skip(F_all, ys, train, valid, n_skip_outputs, weights=None):
     """Closed-form ridge start of the instance-norm linear skip.
 
     ``F_all`` (n, f) are the skip's features of every row and ``ys`` (n, k) the standardised
-    targets; the ridge is fitted on the rows ``train``. The penalty is ``1e-3 n`` or, with
-    validation rows, the one of ``n * RIDGE_PENALTIES`` with the lowest validation MSE (the
-    window features of many channels need a strong penalty). Returns ``(weight, bias)`` of
-    shapes (n_skip_outputs, f) and (n_skip_outputs,): the first k rows hold the ridge
-    solution; with a Gaussian head (``n_skip_outputs == 2k``) the last k biases start at the
-    inverse softplus of the ridge's residual variance.
+    targets; the ridge is fitted on the rows ``train``, weighted by ``weights`` (n,) when
+    given. The penalty is ``1e-3 n`` or, with validation rows, the one of
+    ``n * RIDGE_PENALTIES`` with the lowest (weighted) validation MSE (the window features
+    of many channels need a strong penalty). Returns ``(weight, bias)`` of shapes
+    (n_skip_outputs, f) and (n_skip_outputs,): the first k rows hold the ridge solution;
+    with a Gaussian head (``n_skip_outputs == 2k``) the last k biases start at the inverse
+    softplus of the ridge's residual variance.
     """
-    F, ytr = F_all[train], ys[train]
-    f_mean, y_mean = F.mean(0), ytr.mean(0)
+    w_all = np.ones(len(F_all)) if weights is None else np.asarray(weights, dtype=np.float64)
+    F, ytr, w = F_all[train], ys[train], w_all[train] / w_all[train].sum()
+    f_mean, y_mean = w @ F, w @ ytr
     Fc, yc = F - f_mean, ytr - y_mean
     k = ys.shape[1]
-    gram, rhs = Fc.T @ Fc, Fc.T @ yc
+    gram, rhs = Fc.T @ (w[:, None] * Fc), Fc.T @ (w[:, None] * yc)
     eye = np.eye(F.shape[1])
 
     def solve(alpha):
-        return np.linalg.solve(gram + alpha * len(F) * eye, rhs)
+        return np.linalg.solve(gram + alpha * eye, rhs)
 
     if valid is None or len(valid) == 0:
         W = solve(1e-3)
     else:
-        Fv, yv = F_all[valid] - f_mean, ys[valid] - y_mean
-        W = min((solve(a) for a in RIDGE_PENALTIES), key=lambda w: ((Fv @ w - yv) ** 2).mean())
+        Fv, yv, wv = F_all[valid] - f_mean, ys[valid] - y_mean, w_all[valid]
+        W = min((solve(a) for a in RIDGE_PENALTIES),
+                key=lambda b: wv @ ((Fv @ b - yv) ** 2).mean(1))
     b = y_mean - f_mean @ W
-    resid = np.maximum(((yc - Fc @ W) ** 2).mean(0), 1e-4)
+    resid = np.maximum(w @ (yc - Fc @ W) ** 2, 1e-4)
     weight = np.zeros((n_skip_outputs, F.shape[1]))
     bias = np.zeros(n_skip_outputs)
     weight[:k], bias[:k] = W.T, b

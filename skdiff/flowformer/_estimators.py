@@ -137,6 +137,11 @@ _MODEL_CONSTRAINTS = {
 }
 
 
+def _num_rows(X):
+    """Rows of an array-like before validation (a list of sequences, an array)."""
+    return len(X) if hasattr(X, "__len__") else np.shape(X)[0]
+
+
 class _FlowformerBase(NeuralEstimatorBase):
     """Sequence inputs, network and inference shared by the Flowformer estimators."""
 
@@ -148,8 +153,9 @@ class _FlowformerBase(NeuralEstimatorBase):
         return tags
 
     # -- inputs ----------------------------------------------------------------------------
-    def _sequences(self, X, *, reset):
-        """Validate X (n, L) or (n, L, C) -> float32 (n, L, C); sets the shape attributes."""
+    def _sequences(self, X, *, reset, sample_weight=None):
+        """Validate X (n, L) or (n, L, C) -> scaled float32 (n, L, C); when ``reset``, sets
+        the shape attributes and the per-channel scaler (weighted by ``sample_weight``)."""
         check_ragged(X)
         X = validate_data(self, X, allow_nd=True, dtype=np.float32, reset=reset)
         if X.ndim > 3:
@@ -172,7 +178,9 @@ class _FlowformerBase(NeuralEstimatorBase):
             raise ValueError(f"X has {X.shape[2]} channels but {type(self).__name__} was "
                              f"fitted on {self.n_channels_in_}.")
         if reset:
-            self.x_mean_, self.x_scale_ = fit_scale(X.reshape(-1, X.shape[2]), name="X")
+            w = None if sample_weight is None else np.repeat(sample_weight, X.shape[1])
+            self.x_mean_, self.x_scale_ = fit_scale(X.reshape(-1, X.shape[2]), weights=w,
+                                                    name="X")
         return ((X - self.x_mean_) / self.x_scale_).astype(np.float32)
 
     def _channel_graph(self, adjacency, reset):
@@ -223,9 +231,10 @@ class _FlowformerBase(NeuralEstimatorBase):
 
     # -- the skeleton's hooks --------------------------------------------------------------
     def _make_data(self, X, y, *, reset, adjacency=None, sample_weight=None, classes=None):
-        Xs = self._sequences(X, reset=reset)
+        n = _num_rows(X)
+        weights = check_sample_weight(sample_weight, n)
+        Xs = self._sequences(X, reset=reset, sample_weight=weights)
         check_target_length(y, len(Xs), "sequence")
-        weights = check_sample_weight(sample_weight, len(Xs))
         targets, _, strata, weights = self._targets(y, reset=reset, classes=classes,
                                                     weights=weights)
         if reset:
@@ -431,7 +440,7 @@ class FlowformerRegressor(RegressorTask, _FlowformerBase):
                 F_all = module.skip_features(torch.as_tensor(data.X)).double().numpy()
             data.extra["skip_start"] = ridge_skip(
                 F_all, data.targets.astype(np.float64), train, valid if len(valid) else None,
-                module.skip.weight.shape[0])
+                module.skip.weight.shape[0], weights=data.weights)
         module.set_skip_(*data.skip_start, trainable=self.skip != "window")
 
     def _finish_fit(self, data, train, valid):

@@ -2,11 +2,12 @@
 
 from .difformer import DIFFormer
 from .diffusion_attention import DiffusionAttention
-from .flow_attention import FlowAttention, flow_attention
+from .flow_attention import FlowAttention, default_chunk_size, flow_attention
 from .flowformer import Flowformer, SoftmaxAttention
 from .ndp import NDPNoiseModel
 
 __all__: list[str] = []
-__all__ += ["FlowAttention", "Flowformer", "SoftmaxAttention", "flow_attention"]
+__all__ += [
+    "FlowAttention", "Flowformer", "SoftmaxAttention", "default_chunk_size", "flow_attention"]
 __all__ += ["DIFFormer", "DiffusionAttention"]
 __all__ += ["NDPNoiseModel"]

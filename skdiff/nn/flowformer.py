@@ -189,7 +189,7 @@ class Flowformer(nn.Module):
         which makes the skip a linear autoregression on the whole window (as a ridge
         regression on the lags; cf. the linear baselines of Zeng et al., AAAI 2023) and the
         encoder a nonlinear correction to it. An skdiff addition.
-    chunk_size : int, default=64
+    chunk_size : int or None, default=None
         Chunk length of the causal Flow-Attention kernel.
     patch_len : int or None, default=None
         Time steps per token (``None``: one token per step). See the module docstring.
@@ -205,7 +205,7 @@ class Flowformer(nn.Module):
     def __init__(self, n_channels, n_outputs, max_len, *, hidden_dim=64, n_heads=4, n_layers=2,
                  ff_dim=None, dropout=0.1, causal=False, clamp=1.0, pooling="mean",
                  attention="flow", adjacency=None, instance_norm=False, skip="level",
-                 chunk_size=64, patch_len=None, patch_stride=None, n_detached_outputs=0):
+                 chunk_size=None, patch_len=None, patch_stride=None, n_detached_outputs=0):
         super().__init__()
         _check_args(max_len, n_outputs, pooling, attention, skip, patch_len, patch_stride,
                     n_detached_outputs)

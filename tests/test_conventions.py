@@ -1,0 +1,180 @@
+"""Conventions users bring from scikit-learn, skorch and sktime: weights, devices, threads,
+progress, callbacks, persistence, pipelines, sequence layouts."""
+
+import numpy as np
+import pytest
+import torch
+from sklearn.pipeline import make_pipeline
+from sklearn.preprocessing import StandardScaler
+from skorch.callbacks import Callback, Checkpoint, GradientNormClipping, LRScheduler
+
+import skdiff._base as base
+from skdiff import (
+    DIFFormerClassifier,
+    DIFFormerRegressor,
+    FlowformerClassifier,
+    FlowformerRegressor,
+    sample_posterior,
+)
+from skdiff.callbacks import EpochScoring
+from skdiff.datasets import make_planted_partition
+
+FLOW = dict(hidden_dim=16, n_heads=2, n_layers=1, max_epochs=6, device="cpu", random_state=0)
+DIF = dict(n_layers=2, hidden_dim=16, max_epochs=20, device="cpu", random_state=0)
+
+
+@pytest.fixture(scope="module")
+def sequences():
+    rng = np.random.RandomState(0)
+    y = rng.randint(0, 2, 160)
+    centre = np.where(y == 1, 14.0, 4.0)[:, None]
+    X = np.exp(-0.5 * (np.arange(18) - centre) ** 2) + 0.3 * rng.normal(size=(160, 18))
+    return X, y
+
+
+@pytest.fixture(scope="module")
+def graph():
+    return make_planted_partition(90, 3, p_in=0.1, p_out=0.01, n_features=6,
+                                  feature_signal=1.0, random_state=0)
+
+
+# -- sample_weight and class_weight --------------------------------------------------------
+def test_sample_weight_is_a_weighted_mean_of_the_loss(sequences):
+    X, y = sequences
+    kw = dict(FLOW, dropout=0.0, batch_size=400, early_stopping=False)  # one batch per epoch
+    w = np.where(np.arange(160) < 40, 2.0, 1.0)
+    weighted = FlowformerRegressor(**kw).fit(X, X[:, -1], sample_weight=w)
+    repeated = FlowformerRegressor(**kw).fit(np.r_[X, X[:40]], np.r_[X[:, -1], X[:40, -1]])
+    np.testing.assert_allclose(weighted.predict(X), repeated.predict(X), rtol=1e-4, atol=1e-5)
+
+
+def test_class_weight_multiplies_the_loss_weights(sequences, graph):
+    X, y = sequences
+    clf = FlowformerClassifier(class_weight="balanced")
+    imbalanced = np.r_[np.flatnonzero(y == 0)[:10], np.flatnonzero(y == 1)]
+    yi = y[imbalanced]
+    _, _, _, w = clf._targets(yi, reset=True, weights=np.full(len(yi), 2.0))
+    np.testing.assert_allclose(w, 2.0 * len(yi) / (2 * np.bincount(yi)[yi]))
+    _, _, _, w = clf.set_params(class_weight={0: 3.0})._targets(yi, reset=True,
+                                                                weights=np.ones(len(yi)))
+    np.testing.assert_allclose(w, np.where(yi == 0, 3.0, 1.0))
+    with pytest.raises(ValueError, match="'class_weight' names classes \\[7\\]"):
+        FlowformerClassifier(**FLOW, class_weight={7: 1.0}).fit(X, y)
+    # on imbalanced data, balancing the classes finds more of the rare one
+    kw = dict(FLOW, max_epochs=15, early_stopping=False)
+    plain = FlowformerClassifier(**kw).fit(X[imbalanced], yi).predict(X)
+    balanced = FlowformerClassifier(**kw, class_weight="balanced").fit(
+        X[imbalanced], yi).predict(X)
+    assert np.mean(balanced[y == 0] == 0) > np.mean(plain[y == 0] == 0)
+    Xg, yg, A = graph
+    y_semi = np.where(np.arange(90) % 3 == 0, -1, yg)
+    zero = np.where(np.arange(90) % 3 == 0, 0.0, 1.0)
+    a = DIFFormerClassifier(**DIF).fit(Xg, y_semi, adjacency=A)
+    b = DIFFormerClassifier(**DIF).fit(Xg, yg, adjacency=A, sample_weight=zero)
+    np.testing.assert_allclose(a.predict_proba(Xg), b.predict_proba(Xg), atol=1e-6)
+
+
+# -- device, threads, progress ---------------------------------------------------------------
+@pytest.mark.skipif(torch.cuda.is_available(), reason="checks the errors of a CPU-only machine")
+def test_device_strings(monkeypatch):
+    assert base.resolve_device("cpu") == "cpu"
+    assert base.resolve_device(torch.device("cpu")) == "cpu"
+    with pytest.raises(ValueError, match=r"'device' parameter is 'cuda:1' but CUDA is not "
+                                         r"available on this machine \(available: cpu"):
+        base.resolve_device("cuda:1")
+    with pytest.raises(ValueError, match=r"'device' parameter is 'mps' but it is not "
+                                         r"available .*available: cpu"):
+        base.resolve_device("mps")
+    with pytest.raises(ValueError, match="'auto' or a torch device"):
+        base.resolve_device("gpu please")
+    # 'auto' takes the GPU with the most free memory when there are several
+    monkeypatch.setattr(torch.cuda, "is_available", lambda: True)
+    monkeypatch.setattr(torch.cuda, "device_count", lambda: 3)
+    free = {0: 1e9, 1: 5e9, 2: 2e9}
+    monkeypatch.setattr(torch.cuda, "mem_get_info", lambda i: (free[i], 8e9))
+    assert base.resolve_device("auto") == "cuda:1"
+
+
+class _ThreadsSeen(Callback):
+    def on_epoch_end(self, net, **kwargs):
+        self.seen = torch.get_num_threads()
+
+
+def test_n_threads_applies_inside_fit_and_is_restored(sequences):
+    X, y = sequences
+    before = torch.get_num_threads()
+    seen = _ThreadsSeen()
+    FlowformerClassifier(**FLOW, n_threads=2, callbacks=[seen]).fit(X, y)
+    assert seen.seen == 2 and torch.get_num_threads() == before
+    with pytest.raises(ValueError, match="'n_threads' parameter"):
+        FlowformerClassifier(**FLOW, n_threads=0).fit(X, y)
+
+
+def test_verbose_zero_is_silent_and_one_shows_a_bar(sequences, capfd):
+    X, y = sequences
+    clf = FlowformerClassifier(**FLOW).fit(X, y)
+    clf.sample_posterior(X[:3], n_samples=30)
+    out, err = capfd.readouterr()
+    assert out == "" and err == ""
+    FlowformerClassifier(**FLOW, verbose=1, n_init=2).fit(X, y)
+    out, err = capfd.readouterr()
+    assert "FlowformerClassifier (init 2/2)" in err and "epoch" in err and out == ""
+    FlowformerClassifier(**FLOW, verbose=2).fit(X, y)
+    out, _ = capfd.readouterr()
+    assert "train_loss" in out  # skorch's epoch table
+
+
+# -- skorch callbacks -----------------------------------------------------------------------
+def test_skorch_callbacks_work_and_scoring_counts_labelled_rows(sequences, graph, tmp_path):
+    X, y = sequences
+    cbs = [Checkpoint(dirname=str(tmp_path / "ckpt")), GradientNormClipping(1.0),
+           LRScheduler(policy=torch.optim.lr_scheduler.StepLR, step_size=2, gamma=0.5),
+           EpochScoring("accuracy")]
+    clf = FlowformerClassifier(**FLOW, callbacks=cbs).fit(X, y)
+    assert (tmp_path / "ckpt" / "params.pt").is_file()
+    assert "valid_accuracy" in clf.history_[-1]
+    Xg, yg, A = graph
+    y_semi = np.where(np.arange(90) % 2 == 0, yg, -1)
+    clf = DIFFormerClassifier(**DIF, callbacks=[EpochScoring("accuracy")]).fit(
+        Xg, y_semi, adjacency=A)
+    np.testing.assert_allclose(clf.history_[:, "valid_accuracy"], clf.history_[:, "valid_acc"])
+    from skorch.callbacks import EpochScoring as SkorchScoring
+
+    with pytest.raises(TypeError, match="use skdiff.callbacks.EpochScoring"):
+        FlowformerClassifier(**FLOW, callbacks=[SkorchScoring("accuracy")]).fit(X, y)
+
+
+# -- persistence and pipelines --------------------------------------------------------------
+def test_save_and_load_restore_everything(sequences, tmp_path):
+    X, y = sequences
+    reg = FlowformerRegressor(**FLOW).fit(X, X[:, -1] * 100 + 7)
+    reg.save(tmp_path / "reg.joblib")
+    again = FlowformerRegressor.load(tmp_path / "reg.joblib")
+    np.testing.assert_array_equal(again.predict(X), reg.predict(X))
+    np.testing.assert_array_equal(again.y_scale_, reg.y_scale_)
+    with pytest.raises(TypeError, match="holds a FlowformerRegressor, not a "
+                                        "FlowformerClassifier"):
+        FlowformerClassifier.load(tmp_path / "reg.joblib")
+
+
+def test_sample_posterior_through_a_pipeline(graph):
+    Xg, yg, _ = graph
+    pipe = make_pipeline(StandardScaler(), DIFFormerRegressor(**DIF)).fit(Xg * 50, yg * 1.0)
+    direct = pipe[-1].sample_posterior(pipe[0].transform(Xg[:5] * 50), n_samples=6,
+                                       random_state=0)
+    np.testing.assert_array_equal(sample_posterior(pipe, Xg[:5] * 50, n_samples=6,
+                                                   random_state=0), direct)
+    with pytest.raises(TypeError, match="has no sample_posterior"):
+        sample_posterior(make_pipeline(StandardScaler()).fit(Xg), Xg)
+
+
+# -- sequence layouts ------------------------------------------------------------------------
+def test_ncl_layout_equals_the_transposed_nlc_array():
+    rng = np.random.RandomState(0)
+    X = rng.normal(size=(80, 20, 3))  # (n, L, C)
+    y = X[:, -1, 0]
+    nlc = FlowformerRegressor(**FLOW).fit(X, y)
+    ncl = FlowformerRegressor(**FLOW, layout="NCL").fit(X.transpose(0, 2, 1), y)
+    np.testing.assert_allclose(ncl.predict(X.transpose(0, 2, 1)), nlc.predict(X), rtol=1e-6)
+    with pytest.warns(UserWarning, match="pass layout='NCL'"):
+        FlowformerRegressor(**{**FLOW, "max_epochs": 1}).fit(X.transpose(0, 2, 1), y)
