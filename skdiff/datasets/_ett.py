@@ -80,6 +80,36 @@ def _parse(data: bytes, path):
     return dates, values
 
 
+def _frame(dates, values, columns, as_frame):
+    """The table of dates and channels: a pandas DataFrame or a numpy structured array."""
+    if as_frame == "auto":
+        try:
+            import pandas  # noqa: F401
+
+            as_frame = True
+        except ImportError:  # pragma: no cover - pandas is a test/docs extra
+            as_frame = False
+    if as_frame:
+        import pandas as pd
+
+        frame = pd.DataFrame(values, columns=columns)
+        frame.insert(0, "date", pd.to_datetime(dates))
+        return frame
+    frame = np.empty(len(values), dtype=[("date", "datetime64[s]")]
+                     + [(c, "f8") for c in columns])
+    frame["date"] = dates
+    for i, c in enumerate(columns):
+        frame[c] = values[:, i]
+    return frame
+
+
+def _standard_split(name, n):
+    """The train, validation and test row ranges of the 12/4/4-month split, cut at ``n``."""
+    month = 30 * 24 * (4 if name.startswith("ETTm") else 1)  # rows per 30-day month
+    return (np.arange(0, min(12 * month, n)), np.arange(min(12 * month, n), min(16 * month, n)),
+            np.arange(min(16 * month, n), min(20 * month, n)))
+
+
 def load_ett(name="ETTh1", data_home=None, *, as_frame="auto", verify=True):
     """Load an ETT series (7 channels, target ``OT``) with its standard split from a local file.
 
@@ -156,40 +186,20 @@ def load_ett(name="ETTh1", data_home=None, *, as_frame="auto", verify=True):
         )
     dates, values = _parse(read_verified(path, verify=verify, fetch_call=fetch_call), path)
     columns = list(_COLUMNS)
-    if as_frame == "auto":
-        try:
-            import pandas  # noqa: F401
-
-            as_frame = True
-        except ImportError:  # pragma: no cover - pandas is a test/docs extra
-            as_frame = False
-    if as_frame:
-        import pandas as pd
-
-        frame = pd.DataFrame(values, columns=columns)
-        frame.insert(0, "date", pd.to_datetime(dates))
-    else:
-        frame = np.empty(len(values), dtype=[("date", "datetime64[s]")]
-                         + [(c, "f8") for c in columns])
-        frame["date"] = dates
-        for i, c in enumerate(columns):
-            frame[c] = values[:, i]
-    month = 30 * 24 * (4 if name.startswith("ETTm") else 1)  # rows per 30-day month
-    n = len(values)
+    train_index, val_index, test_index = _standard_split(name, len(values))
     return Bunch(
         data=values,
         target=values[:, columns.index("OT")],
         feature_names=columns,
         target_column=columns.index("OT"),
         dates=dates,
-        frame=frame,
-        train_index=np.arange(0, min(12 * month, n)),
-        val_index=np.arange(min(12 * month, n), min(16 * month, n)),
-        test_index=np.arange(min(16 * month, n), min(20 * month, n)),
+        frame=_frame(dates, values, columns, as_frame),
+        train_index=train_index,
+        val_index=val_index,
+        test_index=test_index,
         DESCR=(f"{name}: electricity transformer temperature (Zhou et al., 2021), "
-               f"{n} rows, columns {columns}; standard 12/4/4-month split."),
+               f"{len(values)} rows, columns {columns}; standard 12/4/4-month split."),
     )
-
 
 def fetch_ett(name="ETTh1", data_home=None, *, download_if_missing=True, base_url=None,
               as_frame="auto"):

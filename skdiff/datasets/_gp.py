@@ -112,6 +112,57 @@ def _as_range(value, name):
     return lo, hi
 
 
+def _checked_prior(kernel, variance, noise, jitter, domain):
+    """The kernel names (a list) and the domain bounds ``(low, high)``, all checked."""
+    kernels = [kernel] if isinstance(kernel, str) else list(kernel)
+    if not kernels or any(k not in KERNELS for k in kernels):
+        raise ValueError(
+            f"'kernel' must be one of {KERNELS} or a list of them; got {kernel!r}."
+        )
+    for name, value in (("variance", variance), ("noise", noise), ("jitter", jitter)):
+        if not isinstance(value, numbers.Real) or value < 0 or (name == "variance" and
+                                                                value == 0):
+            raise ValueError(f"'{name}' must be a non-negative number (variance > 0); got "
+                             f"{value!r}.")
+    lo, hi = (float(v) for v in domain)
+    if not hi > lo:
+        raise ValueError(f"'domain' must be (low, high) with low < high; got {domain!r}.")
+    return kernels, lo, hi
+
+
+def _layout(n_points, n_dims, X, n, rng):
+    """Per-function point counts and input dimensions, and the fixed inputs (``None``: draw)."""
+    if X is None:
+        p_lo, p_hi = _as_range(n_points, "n_points")
+        d_lo, d_hi = _as_range(n_dims, "n_dims")
+        return rng.randint(p_lo, p_hi + 1, size=n), rng.randint(d_lo, d_hi + 1, size=n), None
+    X_fixed = np.asarray(X, dtype=np.float64)
+    if X_fixed.ndim == 2:
+        X_fixed = np.broadcast_to(X_fixed, (n,) + X_fixed.shape)
+    if X_fixed.ndim != 3 or X_fixed.shape[0] != n or not np.all(np.isfinite(X_fixed)):
+        raise ValueError(
+            "'X' must be a finite array of shape (n_points, n_dims) or (n_functions, "
+            f"n_points, n_dims) with n_functions={n}; got shape {X_fixed.shape}."
+        )
+    return np.full(n, X_fixed.shape[1]), np.full(n, X_fixed.shape[2]), X_fixed
+
+
+def _padded_kernels(X, mask, kernels, which, ls, *, variance, period, jitter):
+    """The (n, P, P) kernel matrices of the padded batch, jittered, padding decoupled."""
+    # Padded dimensions are zero so they add no distance; padded points are decoupled
+    # (identity rows) so they do not touch the real ones.
+    n, P = mask.shape
+    K = np.empty((n, P, P))
+    for k_idx, name in enumerate(kernels):  # loop over kernel *types*, not samples
+        sel = which == k_idx
+        if sel.any():
+            K[sel] = gp_kernel(X[sel], X[sel], name, ls[sel], variance, period)
+    pair_pad = mask[:, :, None] | mask[:, None, :]
+    K = np.where(pair_pad, 0.0, K)
+    K[:, np.arange(P), np.arange(P)] += np.where(mask, 1.0, jitter)
+    return K
+
+
 def make_gp_functions(n_functions, n_points, n_dims=1, *, kernel="se", lengthscale=0.25,
                       variance=1.0, noise=0.0025, domain=(-2.0, 2.0), period=1.0,
                       jitter=1e-6, X=None, random_state=None):
@@ -196,36 +247,9 @@ def make_gp_functions(n_functions, n_points, n_dims=1, *, kernel="se", lengthsca
     ):
         raise ValueError(f"'n_functions' must be an int >= 1; got {n_functions!r}.")
     rng = check_random_state(random_state)
-    kernels = [kernel] if isinstance(kernel, str) else list(kernel)
-    if not kernels or any(k not in KERNELS for k in kernels):
-        raise ValueError(
-            f"'kernel' must be one of {KERNELS} or a list of them; got {kernel!r}."
-        )
-    for name, value in (("variance", variance), ("noise", noise), ("jitter", jitter)):
-        if not isinstance(value, numbers.Real) or value < 0 or (name == "variance" and
-                                                                value == 0):
-            raise ValueError(f"'{name}' must be a non-negative number (variance > 0); got "
-                             f"{value!r}.")
-    lo, hi = (float(v) for v in domain)
-    if not hi > lo:
-        raise ValueError(f"'domain' must be (low, high) with low < high; got {domain!r}.")
+    kernels, lo, hi = _checked_prior(kernel, variance, noise, jitter, domain)
     n = int(n_functions)
-    if X is None:
-        p_lo, p_hi = _as_range(n_points, "n_points")
-        d_lo, d_hi = _as_range(n_dims, "n_dims")
-        counts = rng.randint(p_lo, p_hi + 1, size=n)
-        dims = rng.randint(d_lo, d_hi + 1, size=n)
-    else:
-        X_fixed = np.asarray(X, dtype=np.float64)
-        if X_fixed.ndim == 2:
-            X_fixed = np.broadcast_to(X_fixed, (n,) + X_fixed.shape)
-        if X_fixed.ndim != 3 or X_fixed.shape[0] != n or not np.all(np.isfinite(X_fixed)):
-            raise ValueError(
-                "'X' must be a finite array of shape (n_points, n_dims) or (n_functions, "
-                f"n_points, n_dims) with n_functions={n}; got shape {X_fixed.shape}."
-            )
-        counts = np.full(n, X_fixed.shape[1])
-        dims = np.full(n, X_fixed.shape[2])
+    counts, dims, X_fixed = _layout(n_points, n_dims, X, n, rng)
     which = rng.randint(len(kernels), size=n)
     ls = _draw_lengthscales(lengthscale, n, rng)
     names = np.array(kernels, dtype=object)[which].astype(str)
@@ -233,19 +257,11 @@ def make_gp_functions(n_functions, n_points, n_dims=1, *, kernel="se", lengthsca
     P, Dm = int(counts.max()), int(dims.max())
     mask = np.arange(P)[None, :] >= counts[:, None]  # [b, n], True = padding
     dmask = np.arange(Dm)[None, :] < dims[:, None]  # [b, d], True = real dimension
-    X = rng.uniform(lo, hi, size=(n, P, Dm)) if X is None else X_fixed.copy()
+    X = rng.uniform(lo, hi, size=(n, P, Dm)) if X_fixed is None else X_fixed.copy()
     X = np.where(mask[:, :, None] | ~dmask[:, None, :], 0.0, X)  # zero padding
 
-    # Kernel matrices for the whole batch: padded dimensions are zero so they add no distance;
-    # padded points are decoupled (identity rows) so they do not touch the real ones.
-    K = np.empty((n, P, P))
-    for k_idx, name in enumerate(kernels):  # loop over kernel *types*, not samples
-        sel = which == k_idx
-        if sel.any():
-            K[sel] = gp_kernel(X[sel], X[sel], name, ls[sel], variance, period)
-    pair_pad = mask[:, :, None] | mask[:, None, :]
-    K = np.where(pair_pad, 0.0, K)
-    K[:, np.arange(P), np.arange(P)] += np.where(mask, 1.0, jitter)
+    K = _padded_kernels(X, mask, kernels, which, ls, variance=variance, period=period,
+                        jitter=jitter)
     L = np.linalg.cholesky(K)  # batched over functions
     f = np.einsum("bij,bj->bi", L, rng.standard_normal((n, P)))
     y = f + np.sqrt(noise) * rng.standard_normal((n, P))

@@ -21,6 +21,48 @@ def _check_prob(value, name):
         raise ValueError(f"The '{name}' parameter must be a probability in [0, 1]; got {value!r}.")
 
 
+def _lower_triangle(pick):
+    """The row ``i`` and column ``j < i`` of each linear index into a strict lower triangle."""
+    # k = i (i - 1) / 2 + j; the float root is corrected by one either way.
+    i = np.floor((1 + np.sqrt(1 + 8 * pick.astype(np.float64))) / 2).astype(np.int64)
+    i = np.where(i * (i - 1) // 2 > pick, i - 1, i)
+    i = np.where((i + 1) * i // 2 <= pick, i + 1, i)
+    return i, pick - i * (i - 1) // 2
+
+
+def _block_edges(ma, mb, p, rng):
+    """The endpoints ``(u, v)`` of random ``ma``-``mb`` edges, or ``None`` when none is drawn."""
+    # Each pair is joined with probability p (mb=None: pairs within ma): the count is binomial
+    # and the pairs are drawn without replacement.
+    na = ma.size
+    n_pairs = na * (na - 1) // 2 if mb is None else na * mb.size
+    k = rng.binomial(n_pairs, p) if n_pairs else 0
+    if k == 0:
+        return None
+    pick = rng.choice(n_pairs, size=k, replace=False)
+    if mb is None:
+        i, j = _lower_triangle(pick)
+        return ma[i], ma[j]
+    return ma[pick // mb.size], mb[pick % mb.size]
+
+
+def _planted_edges(members, p_in, p_out, rng):
+    """The endpoints ``(rows, cols)`` of the edges drawn within and between the blocks."""
+    rows, cols = [], []
+    for a in range(len(members)):
+        for b in range(a, len(members)):
+            if a == b:
+                edges = _block_edges(members[a], None, p_in, rng)
+            else:
+                edges = _block_edges(members[a], members[b], p_out, rng)
+            if edges is not None:
+                rows.append(edges[0])
+                cols.append(edges[1])
+    if not rows:
+        return np.zeros(0, dtype=np.int64), np.zeros(0, dtype=np.int64)
+    return np.concatenate(rows), np.concatenate(cols)
+
+
 def make_planted_partition(n_samples=600, n_classes=3, *, p_in=0.05, p_out=0.005,
                            n_features=16, feature_signal=0.0, random_state=None):
     """A planted-partition (stochastic block) graph with Gaussian node features.
@@ -76,35 +118,7 @@ def make_planted_partition(n_samples=600, n_classes=3, *, p_in=0.05, p_out=0.005
     y = np.arange(n_samples) % n_classes
     rng.shuffle(y)
     members = [np.flatnonzero(y == c) for c in range(n_classes)]
-
-    rows, cols = [], []
-    for a in range(n_classes):
-        for b in range(a, n_classes):
-            na, nb = members[a].size, members[b].size
-            if a == b:
-                n_pairs, p = na * (na - 1) // 2, p_in
-            else:
-                n_pairs, p = na * nb, p_out
-            k = rng.binomial(n_pairs, p) if n_pairs else 0
-            if k == 0:
-                continue
-            pick = rng.choice(n_pairs, size=k, replace=False)
-            if a == b:
-                # Decode a linear index k into the strict lower triangle (j < i):
-                # k = i (i - 1) / 2 + j; the float root is corrected by one either way.
-                i = np.floor((1 + np.sqrt(1 + 8 * pick.astype(np.float64))) / 2).astype(np.int64)
-                i = np.where(i * (i - 1) // 2 > pick, i - 1, i)
-                i = np.where((i + 1) * i // 2 <= pick, i + 1, i)
-                j = pick - i * (i - 1) // 2
-                u, v = members[a][i], members[a][j]
-            else:
-                u, v = members[a][pick // nb], members[b][pick % nb]
-            rows.append(u)
-            cols.append(v)
-    if rows:
-        r, c = np.concatenate(rows), np.concatenate(cols)
-    else:
-        r = c = np.zeros(0, dtype=np.int64)
+    r, c = _planted_edges(members, p_in, p_out, rng)
     A = sp.coo_matrix((np.ones(r.size), (r, c)), shape=(n_samples, n_samples)).tocsr()
     A = (A + A.T).tocsr()
     A.data[:] = 1.0
@@ -112,7 +126,6 @@ def make_planted_partition(n_samples=600, n_classes=3, *, p_in=0.05, p_out=0.005
     means = rng.normal(size=(n_classes, n_features))
     X = rng.normal(size=(n_samples, n_features)) + feature_signal * means[y]
     return X, y, A
-
 
 def make_label_mask(y, n_per_class, *, random_state=None):
     """Keep ``n_per_class`` labels per class and mark every other row ``-1`` (unlabelled).

@@ -155,6 +155,93 @@ def _test_ids(data: bytes, path, n_test, first, n_nodes, allx_name):
     return ids
 
 
+def _existing_paths(name, folder, fetch_call):
+    """The paths of the eight ``ind.<name>.*`` files in ``folder``, all checked to exist."""
+    paths = {part: folder / f"ind.{name}.{part}" for part in _PARTS}
+    missing = [p.name for p in paths.values() if not p.is_file()]
+    if missing:
+        raise FileNotFoundError(
+            f"Planetoid '{name}' files are missing from {folder}: {', '.join(missing)}. Download "
+            f"them with {fetch_call}, or pass data_home=<folder containing "
+            f"planetoid/ind.{name}.*>."
+        )
+    return paths
+
+
+def _checked_blocks(objs, paths):
+    """The ``y, tx, ty, allx, ally`` blocks, checked to have fitting shapes."""
+    blocks = {p: _features(objs[p], paths[p]) for p in ("x", "tx", "allx")}
+    blocks.update({p: _labels(objs[p], paths[p]) for p in ("y", "ty", "ally")})
+    n_features, n_classes = blocks["allx"].shape[1], blocks["ally"].shape[1]
+    for xp, yp in (("x", "y"), ("tx", "ty"), ("allx", "ally")):
+        X, Y = blocks[xp], blocks[yp]
+        if X.shape[0] != Y.shape[0] or (X.shape[1], Y.shape[1]) != (n_features, n_classes):
+            raise ValueError(
+                f"{paths[xp].name} {X.shape} and {paths[yp].name} {Y.shape} do not fit "
+                f"{paths['allx'].name} {blocks['allx'].shape} and {paths['ally'].name} "
+                f"{blocks['ally'].shape}: the files do not belong together."
+            )
+    n_train, n_allx = blocks["y"].shape[0], blocks["allx"].shape[0]
+    if n_train > n_allx:
+        raise ValueError(f"{paths['y'].name} has more rows ({n_train}) than "
+                         f"{paths['ally'].name} ({n_allx}).")
+    return tuple(blocks[p] for p in ("y", "tx", "ty", "allx", "ally"))
+
+
+def _node_features(allx, tx, test_ids, n_nodes):
+    """The (n_nodes, n_features) CSR features: ``allx``, then row k of ``tx`` at ``test_ids[k]``."""
+    # The selection matrix P (one 1 per column) copies the tx rows exactly; nodes in neither
+    # block keep zero features.
+    P = sp.csr_matrix((np.ones(test_ids.size, dtype=np.float32),
+                       (test_ids, np.arange(test_ids.size))), shape=(n_nodes, test_ids.size))
+    n_allx, n_features = allx.shape
+    padding = sp.csr_matrix((n_nodes - n_allx, n_features), dtype=np.float32)
+    return (sp.vstack([allx, padding]) + P @ tx).tocsr().astype(np.float32)
+
+
+def _node_targets(ally, ty, test_ids, n_nodes):
+    """The (n_nodes,) int64 labels of the one-hot blocks, -1 for nodes with no label."""
+    labels_1h = np.zeros((n_nodes, ally.shape[1]), dtype=np.int8)
+    labels_1h[:ally.shape[0]] = ally
+    labels_1h[test_ids] = ty
+    target = labels_1h.argmax(axis=1).astype(np.int64)
+    target[labels_1h.sum(axis=1) == 0] = -1
+    return target
+
+
+def _undirected_adjacency(rows, cols, n_nodes):
+    """The symmetric 0/1 float32 CSR adjacency of the edges ``rows -> cols``, no self loops."""
+    A = sp.coo_matrix((np.ones(rows.size, dtype=np.float32), (rows, cols)),
+                      shape=(n_nodes, n_nodes)).tocsr()
+    A = A.maximum(A.T).tocsr()
+    A.setdiag(0)
+    A.eliminate_zeros()
+    A.data[:] = 1.0
+    return A.astype(np.float32)
+
+
+def _planetoid_bunch(name, *, features, target, adjacency, n_classes, split):
+    """The Bunch :func:`load_planetoid` returns, with names and a description."""
+    n_nodes, n_features = features.shape
+    train_idx, val_idx, test_idx = split
+    return Bunch(
+        data=features,
+        target=target,
+        adjacency=adjacency,
+        train_idx=train_idx,
+        val_idx=val_idx,
+        test_idx=test_idx,
+        feature_names=np.array([f"word_{i}" for i in range(n_features)], dtype=object),
+        target_names=np.array([f"class_{i}" for i in range(n_classes)], dtype=object),
+        DESCR=(
+            f"Planetoid {name}: {n_nodes} nodes, {n_features} features, "
+            f"{n_classes} classes, {adjacency.nnz // 2} undirected edges. Public split: "
+            f"{train_idx.size} train, {val_idx.size} validation, {test_idx.size} "
+            "test nodes."
+        ),
+    )
+
+
 def load_planetoid(name="cora", data_home=None, *, verify=True):
     """Load a Planetoid citation graph (Yang et al., 2016) with its public split from local files.
 
@@ -243,76 +330,25 @@ def load_planetoid(name="cora", data_home=None, *, verify=True):
         raise ValueError(f"The 'name' parameter must be one of {_NAMES}; got {name!r}.")
     folder = _folder(get_data_home(data_home))
     fetch_call = f"skdiff.datasets.fetch_planetoid({name!r})"
-    paths = {part: folder / f"ind.{name}.{part}" for part in _PARTS}
-    missing = [p.name for p in paths.values() if not p.is_file()]
-    if missing:
-        raise FileNotFoundError(
-            f"Planetoid '{name}' files are missing from {folder}: {', '.join(missing)}. Download "
-            f"them with {fetch_call}, or pass data_home=<folder containing "
-            f"planetoid/ind.{name}.*>."
-        )
+    paths = _existing_paths(name, folder, fetch_call)
     raw = {part: read_verified(path, verify=verify, fetch_call=fetch_call)
            for part, path in paths.items()}
     objs = {part: _unpickle(raw[part], paths[part], fetch_call) for part in _PICKLED}
-    blocks = {p: _features(objs[p], paths[p]) for p in ("x", "tx", "allx")}
-    blocks.update({p: _labels(objs[p], paths[p]) for p in ("y", "ty", "ally")})
-    n_features, n_classes = blocks["allx"].shape[1], blocks["ally"].shape[1]
-    for xp, yp in (("x", "y"), ("tx", "ty"), ("allx", "ally")):
-        X, Y = blocks[xp], blocks[yp]
-        if X.shape[0] != Y.shape[0] or (X.shape[1], Y.shape[1]) != (n_features, n_classes):
-            raise ValueError(
-                f"{paths[xp].name} {X.shape} and {paths[yp].name} {Y.shape} do not fit "
-                f"{paths['allx'].name} {blocks['allx'].shape} and {paths['ally'].name} "
-                f"{blocks['ally'].shape}: the files do not belong together."
-            )
-    y, tx, ty, allx, ally = (blocks[p] for p in ("y", "tx", "ty", "allx", "ally"))
-    graph = objs["graph"]
+    y, tx, ty, allx, ally = _checked_blocks(objs, paths)
     n_train, n_allx = y.shape[0], allx.shape[0]
-    if n_train > n_allx:
-        raise ValueError(f"{paths['y'].name} has more rows ({n_train}) than "
-                         f"{paths['ally'].name} ({n_allx}).")
-    rows, cols, n_graph = _graph_edges(graph, paths["graph"])
+    rows, cols, n_graph = _graph_edges(objs["graph"], paths["graph"])
     n_nodes = max(n_allx, n_graph)
     test_ids = _test_ids(raw["test.index"], paths["test.index"], tx.shape[0], n_allx, n_nodes,
                          paths["allx"].name)
-
-    # Node test_ids[k] gets row k of tx/ty. The selection matrix P (one 1 per column) copies
-    # those rows exactly; nodes in neither block keep zero features and no label.
-    P = sp.csr_matrix((np.ones(test_ids.size, dtype=np.float32),
-                       (test_ids, np.arange(test_ids.size))), shape=(n_nodes, test_ids.size))
-    features = (sp.vstack([allx, sp.csr_matrix((n_nodes - n_allx, n_features),
-                                               dtype=np.float32)]) + P @ tx).tocsr()
-    labels_1h = np.zeros((n_nodes, n_classes), dtype=np.int8)
-    labels_1h[:n_allx] = ally
-    labels_1h[test_ids] = ty
-    target = labels_1h.argmax(axis=1).astype(np.int64)
-    target[labels_1h.sum(axis=1) == 0] = -1
-
-    A = sp.coo_matrix((np.ones(rows.size, dtype=np.float32), (rows, cols)),
-                      shape=(n_nodes, n_nodes)).tocsr()
-    A = A.maximum(A.T).tocsr()
-    A.setdiag(0)
-    A.eliminate_zeros()
-    A.data[:] = 1.0
-
-    test_sorted = np.sort(test_ids)
-    return Bunch(
-        data=features.astype(np.float32),
-        target=target,
-        adjacency=A.astype(np.float32),
-        train_idx=np.arange(n_train),
-        val_idx=np.arange(n_train, min(n_train + 500, n_allx)),
-        test_idx=test_sorted,
-        feature_names=np.array([f"word_{i}" for i in range(n_features)], dtype=object),
-        target_names=np.array([f"class_{i}" for i in range(n_classes)], dtype=object),
-        DESCR=(
-            f"Planetoid {name}: {n_nodes} nodes, {n_features} features, "
-            f"{n_classes} classes, {A.nnz // 2} undirected edges. Public split: "
-            f"{n_train} train, {min(500, n_allx - n_train)} validation, {test_sorted.size} "
-            "test nodes."
-        ),
+    return _planetoid_bunch(
+        name,
+        features=_node_features(allx, tx, test_ids, n_nodes),
+        target=_node_targets(ally, ty, test_ids, n_nodes),
+        adjacency=_undirected_adjacency(rows, cols, n_nodes),
+        n_classes=ally.shape[1],
+        split=(np.arange(n_train), np.arange(n_train, min(n_train + 500, n_allx)),
+               np.sort(test_ids)),
     )
-
 
 def fetch_planetoid(name="cora", data_home=None, *, download_if_missing=True, base_url=None):
     """Download a Planetoid citation graph into the cache if needed, verify it and load it.

@@ -64,8 +64,8 @@ def _sparse_or_dense(value, name):
     return X
 
 
-def _adjacency(edge_index, n_nodes, edge_weight, names):
-    index_name, weight_name = names
+def _edge_array(edge_index, index_name):
+    """``edge_index`` as an int64 array of shape (2, n_edges), checked for shape and dtype."""
     ei = _numpy(edge_index, index_name)
     if ei.ndim != 2 or ei.shape[0] != 2:
         raise ValueError(
@@ -75,7 +75,11 @@ def _adjacency(edge_index, n_nodes, edge_weight, names):
     if ei.dtype.kind not in "iu":
         raise ValueError(f"'{index_name}' must hold integer node ids; got dtype {ei.dtype}. "
                          "Convert it with .long() (torch) or .astype(int) (numpy).")
-    ei = ei.astype(np.int64, copy=False)
+    return ei.astype(np.int64, copy=False)
+
+
+def _node_count(ei, n_nodes, index_name):
+    """The number of nodes (``n_nodes``, or one more than the largest id), ids checked to fit."""
     n_edges = ei.shape[1]
     if n_nodes is None:
         n_nodes = int(ei.max()) + 1 if n_edges else 0
@@ -88,23 +92,35 @@ def _adjacency(edge_index, n_nodes, edge_weight, names):
     if n_edges and ei.max() >= n_nodes:
         raise ValueError(f"'{index_name}' refers to node {int(ei.max())}, but the graph has "
                          f"{n_nodes} nodes; node ids must lie in [0, {n_nodes}).")
+    return n_nodes
+
+
+def _edge_weights(edge_weight, n_edges, weight_name):
+    """One finite, non-negative weight per edge: float32, or wider for wider input dtypes."""
     if edge_weight is None:
-        w = np.ones(n_edges, dtype=np.float32)
-    else:
-        w = _numpy(edge_weight, weight_name)
-        if w.ndim == 2 and w.shape[1] == 1:
-            w = w[:, 0]
-        if w.shape != (n_edges,):
-            raise ValueError(f"'{weight_name}' must hold one weight per edge, shape "
-                             f"({n_edges},); got shape {w.shape}.")
-        if w.dtype.kind not in "biuf":
-            raise ValueError(f"'{weight_name}' must be real numbers; got dtype {w.dtype}.")
-        if not np.isfinite(w).all():
-            raise ValueError(f"'{weight_name}' holds NaN or infinite weights.")
-        if (w < 0).any():
-            raise ValueError(f"'{weight_name}' holds the negative weight {w.min().item()}; edge "
-                             "weights must be non-negative.")
-        w = w.astype(np.result_type(w.dtype, np.float32))
+        return np.ones(n_edges, dtype=np.float32)
+    w = _numpy(edge_weight, weight_name)
+    if w.ndim == 2 and w.shape[1] == 1:
+        w = w[:, 0]
+    if w.shape != (n_edges,):
+        raise ValueError(f"'{weight_name}' must hold one weight per edge, shape "
+                         f"({n_edges},); got shape {w.shape}.")
+    if w.dtype.kind not in "biuf":
+        raise ValueError(f"'{weight_name}' must be real numbers; got dtype {w.dtype}.")
+    if not np.isfinite(w).all():
+        raise ValueError(f"'{weight_name}' holds NaN or infinite weights.")
+    if (w < 0).any():
+        raise ValueError(f"'{weight_name}' holds the negative weight {w.min().item()}; edge "
+                         "weights must be non-negative.")
+    return w.astype(np.result_type(w.dtype, np.float32))
+
+
+def _adjacency(edge_index, n_nodes, edge_weight, names):
+    """The CSR adjacency of :func:`edge_index_to_adjacency`; ``names`` name the inputs in errors."""
+    index_name, weight_name = names
+    ei = _edge_array(edge_index, index_name)
+    n_nodes = _node_count(ei, n_nodes, index_name)
+    w = _edge_weights(edge_weight, ei.shape[1], weight_name)
     # COO -> CSR sums the weights of repeated (source, target) pairs.
     A = sp.csr_matrix((w, (ei[0], ei[1])), shape=(n_nodes, n_nodes))
     A.sum_duplicates()
@@ -147,6 +163,46 @@ def edge_index_to_adjacency(edge_index, n_nodes=None, edge_weight=None):
            [0., 0., 0., 0.]], dtype=float32)
     """
     return _adjacency(edge_index, n_nodes, edge_weight, ("edge_index", "edge_weight"))
+
+
+def _pyg_edge_weight(data):
+    """The edge weights of ``data`` (``edge_weight``, else a scalar ``edge_attr``) and name."""
+    weight, weight_name = getattr(data, "edge_weight", None), "data.edge_weight"
+    if weight is None and getattr(data, "edge_attr", None) is not None:
+        weight, weight_name = data.edge_attr, "data.edge_attr"
+        shape = tuple(weight.shape)
+        if not (len(shape) == 1 or (len(shape) == 2 and shape[1] == 1)):
+            raise ValueError(
+                f"'data.edge_attr' has shape {shape}: only one scalar per edge can be an edge "
+                "weight. Set data.edge_weight to the column to use, or data.edge_attr = None "
+                "to ignore the edge features."
+            )
+    return weight, weight_name
+
+
+def _pyg_labels(data, n_nodes):
+    """``data.y`` as a numpy array with one row per node, or ``None`` when absent."""
+    y = getattr(data, "y", None)
+    if y is not None:
+        y = _numpy(y, "data.y")
+        if y.ndim == 0 or y.shape[0] != n_nodes:
+            raise ValueError(f"'data.y' must have one row per node ({n_nodes}); got shape "
+                             f"{y.shape}. from_pyg reads node-level graphs.")
+    return y
+
+
+def _pyg_mask(data, key, n_nodes):
+    """The split mask ``data.<key>`` as a numpy bool array, or ``None`` when absent."""
+    mask = getattr(data, key, None)
+    if mask is not None:
+        mask = _numpy(mask, f"data.{key}")
+        if mask.dtype != bool or mask.ndim not in (1, 2) or mask.shape[0] != n_nodes:
+            raise ValueError(
+                f"'data.{key}' must be a boolean mask with one row per node ({n_nodes}); "
+                f"got dtype {mask.dtype}, shape {mask.shape}. An index list converts with "
+                "torch.zeros(n_nodes, dtype=torch.bool).index_fill_(0, index, True)."
+            )
+    return mask
 
 
 def from_pyg(data):
@@ -217,35 +273,9 @@ def from_pyg(data):
     if isinstance(declared, numbers.Integral) and int(declared) != n_nodes:
         raise ValueError(f"'data.num_nodes' is {declared}, but 'data.x' has {n_nodes} rows.")
 
-    weight, weight_name = getattr(data, "edge_weight", None), "data.edge_weight"
-    if weight is None and getattr(data, "edge_attr", None) is not None:
-        weight, weight_name = data.edge_attr, "data.edge_attr"
-        shape = tuple(weight.shape)
-        if not (len(shape) == 1 or (len(shape) == 2 and shape[1] == 1)):
-            raise ValueError(
-                f"'data.edge_attr' has shape {shape}: only one scalar per edge can be an edge "
-                "weight. Set data.edge_weight to the column to use, or data.edge_attr = None "
-                "to ignore the edge features."
-            )
+    weight, weight_name = _pyg_edge_weight(data)
     adjacency = _adjacency(data.edge_index, n_nodes, weight, ("data.edge_index", weight_name))
-
-    out = Bunch(features=features, adjacency=adjacency)
-    y = getattr(data, "y", None)
-    if y is not None:
-        y = _numpy(y, "data.y")
-        if y.ndim == 0 or y.shape[0] != n_nodes:
-            raise ValueError(f"'data.y' must have one row per node ({n_nodes}); got shape "
-                             f"{y.shape}. from_pyg reads node-level graphs.")
-    out["y"] = y
+    out = Bunch(features=features, adjacency=adjacency, y=_pyg_labels(data, n_nodes))
     for key in ("train_mask", "val_mask", "test_mask"):
-        mask = getattr(data, key, None)
-        if mask is not None:
-            mask = _numpy(mask, f"data.{key}")
-            if mask.dtype != bool or mask.ndim not in (1, 2) or mask.shape[0] != n_nodes:
-                raise ValueError(
-                    f"'data.{key}' must be a boolean mask with one row per node ({n_nodes}); "
-                    f"got dtype {mask.dtype}, shape {mask.shape}. An index list converts with "
-                    "torch.zeros(n_nodes, dtype=torch.bool).index_fill_(0, index, True)."
-                )
-        out[key] = mask
+        out[key] = _pyg_mask(data, key, n_nodes)
     return out
