@@ -54,6 +54,7 @@ from torch.utils.data import Dataset
 from ._checks import check_n_samples
 from ._engine import (  # noqa: F401  (re-exported for the estimators)
     SEED_BOUND,
+    AcceleratedNet,
     EpochProgress,
     FiniteLossGuard,
     Net,
@@ -165,6 +166,10 @@ def resolve_device(device) -> str:
             "present."
         )
     return str(dev)
+
+
+#: torch dtype of each ``mixed_precision`` setting
+_AUTOCAST = {None: None, "bf16": torch.bfloat16, "fp16": torch.float16}
 
 
 def _max_abs_weight(module):
@@ -288,7 +293,9 @@ class EstimatorBase(BaseEstimator):
         """Validate every public parameter, resolve the device and draw the fit seed."""
         self._validate_params()
         self._check_callbacks()
-        self.device_ = resolve_device(self.device)
+        accelerator = getattr(self, "accelerator", None)
+        self.device_ = str(accelerator.device) if accelerator is not None else \
+            resolve_device(self.device)
         seed = draw_seed(self.random_state)
         if reset or not hasattr(self, "seed_"):
             self.seed_ = seed
@@ -343,8 +350,11 @@ class EstimatorBase(BaseEstimator):
             for m in module.modules():
                 if isinstance(m, torch.nn.modules.dropout._DropoutNd):
                     m.train()
+        dtype = _AUTOCAST[getattr(self, "mixed_precision", None)]
+        autocast = torch.autocast(torch.device(self.device_).type, dtype=dtype,
+                                  enabled=dtype is not None)
         try:
-            with torch.no_grad(), self._threads():
+            with torch.no_grad(), self._threads(), autocast:
                 yield module
         except torch.cuda.OutOfMemoryError as exc:  # pragma: no cover - needs a GPU
             raise MemoryError(_oom_message(exc, self)) from exc
@@ -665,7 +675,11 @@ class NeuralEstimatorBase(EstimatorBase):
         if collate is not None:
             kwargs["iterator_train__collate_fn"] = collate
             kwargs["iterator_valid__collate_fn"] = collate
-        return Net(
+        net_cls = Net
+        if getattr(self, "accelerator", None) is not None:
+            net_cls = AcceleratedNet
+            kwargs["accelerator"] = self.accelerator
+        net = net_cls(
             module=module,
             criterion=criterion,
             optimizer=torch.optim.Adam,
@@ -676,10 +690,12 @@ class NeuralEstimatorBase(EstimatorBase):
             train_split=None,
             callbacks=self._callbacks(monitor=monitor, lower_is_better=lower,
                                       extra=self._extra_callbacks(train_ds, valid_ds)),
-            device=self.device_,
+            device=None if net_cls is AcceleratedNet else self.device_,
             verbose=int(self.verbose > 1),  # 2: skorch's epoch table; 1: a progress bar
             **kwargs,
         )
+        net.autocast_dtype = _AUTOCAST[getattr(self, "mixed_precision", None)]
+        return net
 
     def _train(self, module, train_ds, valid_ds=None, *, epochs=None, progress_label=""):
         """Train ``module`` (or, with ``module=None``, continue ``net_``) on ``train_ds``.

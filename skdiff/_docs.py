@@ -71,6 +71,14 @@ n_threads : int or None
     setting is restored afterwards. ``None`` leaves torch's setting (all cores by default;
     joblib's workers, as in ``GridSearchCV(n_jobs=k)``, get ``cores // k`` each). On a
     machine that runs other jobs, ``1`` avoids cores waiting on each other.
+mixed_precision : {"bf16", "fp16"} or None
+    Run the network's forward passes, in training and prediction, under
+    :func:`torch.autocast` with this dtype (losses stay in float32); ``None`` runs in
+    float32. bf16 suits CPUs and recent GPUs; fp16 needs a GPU.
+accelerator : accelerate.Accelerator or None
+    Train through Hugging Face Accelerate (skorch's ``AccelerateMixin``): data-parallel
+    training over the processes of ``accelerate launch`` and the accelerator's mixed
+    precision; ``device`` is then the accelerator's. ``None`` trains in this process.
 random_state : int, RandomState instance or None
     Seeds initialisation, dropout, shuffling and the validation split: the same value
     gives the same predictions on the CPU. The caller's global torch and numpy random
@@ -100,7 +108,7 @@ seed_ : int
 TRAINING_DOCS["training_parameters"] = [
     "max_epochs", "lr", "weight_decay", "batch_size", "early_stopping",
     "validation_fraction", "n_iter_no_change", "n_init", "warm_start", "device", "n_threads",
-    "random_state", "verbose", "callbacks"]
+    "mixed_precision", "accelerator", "random_state", "verbose", "callbacks"]
 TRAINING_DOCS["network_attributes"] = [
     "module_", "net_", "history_", "device_", "seed_"]
 

@@ -24,8 +24,10 @@ import torch
 from sklearn.utils import check_random_state
 from skorch import NeuralNet
 from skorch.callbacks import Callback, EarlyStopping
+from skorch.hf import AccelerateMixin
 
 __all__ = [
+    "AcceleratedNet",
     "EpochProgress",
     "FiniteLossGuard",
     "Net",
@@ -152,6 +154,17 @@ class Net(NeuralNet):
 
     interrupted_ = None
 
+    #: torch dtype for autocast in training and evaluation steps, or None
+    autocast_dtype = None
+
+    def infer(self, x, **fit_params):
+        if self.autocast_dtype is None:
+            return super().infer(x, **fit_params)
+        device = torch.device(self.device or "cpu").type
+        with torch.autocast(device, dtype=self.autocast_dtype):
+            out = super().infer(x, **fit_params)
+        return out.float() if torch.is_tensor(out) else out  # the loss runs in float32
+
     def fit_loop(self, X, y=None, epochs=None, **fit_params):
         self.interrupted_ = None
         try:
@@ -174,3 +187,8 @@ class Net(NeuralNet):
         super().__setstate__(state)
         if "module" not in self.__dict__:
             self.module = self.module_
+
+
+class AcceleratedNet(AccelerateMixin, Net):
+    """:class:`Net` trained through Hugging Face Accelerate (skorch's ``AccelerateMixin``):
+    data-parallel training over processes and the accelerator's mixed precision."""

@@ -27,8 +27,8 @@ class _TinyRegressor(RegressorTask, NeuralEstimatorBase):
 
     def __init__(self, *, max_epochs=5, lr=1e-2, weight_decay=0.0, batch_size=16,
                  early_stopping=False, validation_fraction=0.2, n_iter_no_change=2, n_init=1,
-                 warm_start=False, device="cpu", n_threads=None, random_state=None, verbose=0,
-                 callbacks=None):
+                 warm_start=False, device="cpu", n_threads=None, mixed_precision=None,
+                 accelerator=None, random_state=None, verbose=0, callbacks=None):
         self._init_params(locals())
 
     def fit(self, X, y):

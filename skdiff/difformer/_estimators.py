@@ -492,8 +492,8 @@ class DIFFormerClassifier(ClassifierTask, _DIFFormerBase):
                  value_projection=False, attention_scope="all", block_size=1024, unlabelled=-1,
                  class_weight=None, max_epochs=300, lr=1e-2, weight_decay=5e-3, batch_size=None,
                  early_stopping=True, validation_fraction=0.1, n_iter_no_change=50, n_init=1,
-                 warm_start=False, device="auto", n_threads=None, random_state=None, verbose=0,
-                 callbacks=None):
+                 warm_start=False, device="auto", n_threads=None, mixed_precision=None,
+                 accelerator=None, random_state=None, verbose=0, callbacks=None):
         self._init_params(locals())
 
     def _unlabelled_marker(self):
@@ -613,7 +613,8 @@ class DIFFormerRegressor(RegressorTask, _DIFFormerBase):
                  value_projection=False, attention_scope="all", block_size=1024, max_epochs=300,
                  lr=1e-2, weight_decay=5e-3, batch_size=None, early_stopping=True,
                  validation_fraction=0.1, n_iter_no_change=50, n_init=1, warm_start=False,
-                 device="auto", n_threads=None, random_state=None, verbose=0, callbacks=None):
+                 device="auto", n_threads=None, mixed_precision=None, accelerator=None,
+                 random_state=None, verbose=0, callbacks=None):
         self._init_params(locals())
 
     def _n_network_outputs(self):

@@ -90,7 +90,8 @@ inference_dtype : {"auto", "float32", "float64"}
     Precision of ``predict`` and ``sample_posterior``. In float64 a row's prediction does
     not depend on the other rows of the call (float32 matrix products round differently
     for different batch sizes, at the 1e-7 level); ``"auto"`` uses float64 on the CPU and
-    float32 on accelerators (Apple's MPS has no float64; GPUs run it slowly).
+    float32 on accelerators (Apple's MPS has no float64; GPUs run it slowly) or with
+    ``mixed_precision``.
 batch_size : int
     Sequences per training step.
 n_features_in_ : int
@@ -292,7 +293,8 @@ class _FlowformerBase(NeuralEstimatorBase):
         """Raw network outputs for scaled X, in batches, at ``inference_dtype``; (n, n_out)."""
         dtype = self.inference_dtype
         if dtype == "auto":
-            dtype = "float64" if str(self.device_) == "cpu" else "float32"
+            exact = str(self.device_) == "cpu" and self.mixed_precision is None
+            dtype = "float64" if exact else "float32"
         Xt = torch.as_tensor(Xs, dtype=getattr(torch, dtype))
         bs = 4 * (self.batch_size or 128)
         module = self._module64(self.module_) if dtype == "float64" else self.module_
@@ -407,7 +409,8 @@ class FlowformerRegressor(RegressorTask, _FlowformerBase):
                  inference_dtype="auto", uncertainty="gaussian", max_epochs=100, lr=1e-3,
                  weight_decay=0.0, batch_size=64, early_stopping=True, validation_fraction=0.1,
                  n_iter_no_change=10, n_init=1, warm_start=False, device="auto", n_threads=None,
-                 random_state=None, verbose=0, callbacks=None):
+                 mixed_precision=None, accelerator=None, random_state=None, verbose=0,
+                 callbacks=None):
         self._init_params(locals())
 
     @property
@@ -543,7 +546,8 @@ class FlowformerClassifier(ClassifierTask, _FlowformerBase):
                  inference_dtype="auto", class_weight=None, max_epochs=100, lr=1e-3,
                  weight_decay=0.0, batch_size=64, early_stopping=True, validation_fraction=0.1,
                  n_iter_no_change=10, n_init=1, warm_start=False, device="auto", n_threads=None,
-                 random_state=None, verbose=0, callbacks=None):
+                 mixed_precision=None, accelerator=None, random_state=None, verbose=0,
+                 callbacks=None):
         self._init_params(locals())
 
     _parameter_constraints = {
