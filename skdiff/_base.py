@@ -241,6 +241,11 @@ class EstimatorBase(BaseEstimator):
     Fitted attributes set here: ``device_`` (str) and ``seed_`` (int).
     """
 
+    # the HTML representation of an estimator links to its API page
+    _doc_link_module = "skdiff"
+    _doc_link_template = (
+        "https://skdiff.readthedocs.io/en/latest/api/generated/skdiff.{estimator_name}.html")
+
     _parameter_constraints: dict = {
         "device": [str, torch.device],
         "n_threads": [Interval(numbers.Integral, 1, None, closed="left"), None],
