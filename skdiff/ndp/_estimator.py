@@ -33,21 +33,23 @@ class NDPRegressor(RegressorMixin, EstimatorBase):
 
     1. validate ``X`` and ``y``; standardise ``y`` to zero mean and unit variance (the prior's
        scale; a constant ``y`` uses scale 1 with a warning; ``normalize_y=False`` skips it);
-    2. map ``X`` affinely, per feature, into the prior's input domain :math:`[-2, 2]^D`:
-       ``x_bounds=None`` sends the training minimum and maximum to ``-2 * x_margin`` and
-       ``2 * x_margin``; explicit bounds are sent to ``-2`` and ``2``. ``predict`` applies the
-       same map (inputs that land far outside the domain trigger a warning);
-    3. obtain the prior network: the pretrained weights shipped for ``prior`` and
+    2. obtain the prior network: the pretrained weights shipped for ``prior`` and
        ``D = n_features`` (loaded in well under a second, checksum verified; for a ``D``
        without shipped weights, the nearest shipped prior with a warning: the network is
        invariant to the number of input dimensions), or, with
        ``pretrained=False``, a prior trained by the package's procedure and cached on disk
        keyed by its configuration (so cross-validation folds reuse it);
-    4. store the standardised context.
+    3. store the context (``X_train_``, and ``y_train_`` standardised).
 
     ``predict``, ``sample_posterior`` and ``sample_prior`` then draw *joint* function samples
     at the query points by RePaint conditioning (:func:`skdiff.diffusion.conditional_sample`),
-    all Monte Carlo samples in one batch.
+    all Monte Carlo samples in one batch. For each call, the inputs are mapped affinely, per
+    feature, into the prior's domain :math:`[-2, 2]^D`: the smallest box holding the context
+    *and the call's query points* is sent to ``x_margin`` times the domain (or the box
+    ``x_bounds``, when given, to the whole domain). Queries anywhere in the region of
+    interest therefore land where the prior was trained, in any units; the prior's
+    lengthscales are relative to that box. ``predict``, ``sample_posterior`` and
+    ``log_likelihood`` use the same map for the same query points.
 
     **Observation noise.** The prior's training functions carry observation noise (variance
     ``0.0025`` on the standardised scale, independent of ``f``), so the samples are samples of
@@ -79,10 +81,12 @@ class NDPRegressor(RegressorMixin, EstimatorBase):
     n_samples : int, default=64
         Monte Carlo samples behind ``predict``.
     x_bounds : array-like of shape (2,) or (n_features, 2), default=None
-        Input range mapped onto the prior's domain; ``None`` uses the training range.
-    x_margin : float, default=0.9
-        With ``x_bounds=None``, the training range maps to ``x_margin`` times the domain, so
-        query points slightly outside it still lie where the prior was trained.
+        The region of interest, mapped onto the prior's whole domain for every call; query
+        points outside it draw a warning. ``None``: the box of the context and the query
+        points of each call, mapped to ``x_margin`` times the domain.
+    x_margin : float in (0, 1], default=0.9
+        With ``x_bounds=None``, the fraction of the domain (per feature) that the box of the
+        context and query points fills.
     predict_noise : bool, default=True
         Whether ``predict``'s std/cov include the observation noise (see above).
     normalize_y : bool, default=True
@@ -127,11 +131,11 @@ class NDPRegressor(RegressorMixin, EstimatorBase):
         The prior's configuration.
     schedule_ : NoiseSchedule
     X_train_ : ndarray of shape (n_context, n_features)
-        Context inputs in the prior's domain.
+        Context inputs (as given).
     y_train_ : ndarray of shape (n_context,)
         Standardised context values.
-    x_offset_, x_scale_ : ndarray of shape (n_features,)
-        The input map ``z = (X - x_offset_) * x_scale_``.
+    x_bounds_ : ndarray of shape (n_features, 2) or None
+        The validated ``x_bounds``.
     y_mean_, y_std_ : float
         The target standardisation.
     noise_variance_ : float
@@ -251,7 +255,7 @@ class NDPRegressor(RegressorMixin, EstimatorBase):
         # 2. the prior (network, configuration, schedule)
         self._get_prior(d, seed)
         # 3. the input map into the prior's domain
-        self._set_input_map(X)
+        self.x_bounds_ = self._checked_bounds(X.shape[1])
         # 4. the context
         idx = np.arange(n)
         if n > self.max_context:
@@ -261,7 +265,7 @@ class NDPRegressor(RegressorMixin, EstimatorBase):
                 "more (cost grows quadratically).", UserWarning, stacklevel=2)
             idx = np.sort(np.random.RandomState(seed).choice(n, self.max_context,
                                                               replace=False))
-        self.X_train_ = self._map_x(X[idx])
+        self.X_train_ = X[idx]
         self.y_train_ = (y[idx] - self.y_mean_) / self.y_std_
         with np.errstate(over="ignore"):  # inf for targets beyond float64's squares
             self.noise_variance_ = float(np.float64(self.prior_config_.noise)
@@ -298,45 +302,51 @@ class NDPRegressor(RegressorMixin, EstimatorBase):
         self.prior_config_ = config
         self.schedule_ = config.schedule().to(self.device_)
 
-    def _set_input_map(self, X):
-        lo_dom, hi_dom = (float(v) for v in self.prior_config_.domain)
-        d = X.shape[1]
+    def _checked_bounds(self, d):
+        """``x_bounds`` as a validated (d, 2) array, or None."""
         if self.x_bounds is None:
-            lo, hi = X.min(0), X.max(0)
-            centre, half = (lo_dom + hi_dom) / 2, self.x_margin * (hi_dom - lo_dom) / 2
+            return None
+        b = np.asarray(self.x_bounds, dtype=np.float64)
+        if b.shape == (2,):
+            b = np.tile(b, (d, 1))
+        if b.shape != (d, 2) or not np.all(np.isfinite(b)) or np.any(b[:, 1] <= b[:, 0]):
+            raise ValueError(
+                f"'x_bounds' must be finite (low, high) pairs with low < high, of shape "
+                f"(2,) or (n_features, 2) = ({d}, 2); got {self.x_bounds!r}.")
+        return b
+
+    def _input_map(self, points):
+        """(offset, scale) of the affine map ``z = (x - offset) * scale`` into the domain:
+        ``x_bounds_`` to the whole domain, else the box of ``points`` to ``x_margin`` of it."""
+        lo_dom, hi_dom = (float(v) for v in self.prior_config_.domain)
+        half = (hi_dom - lo_dom) / 2
+        if self.x_bounds_ is None:
+            lo, hi = points.min(0), points.max(0)
+            half = half * self.x_margin
         else:
-            b = np.asarray(self.x_bounds, dtype=np.float64)
-            if b.shape == (2,):
-                b = np.tile(b, (d, 1))
-            if b.shape != (d, 2) or not np.all(np.isfinite(b)) or np.any(b[:, 1] <= b[:, 0]):
-                raise ValueError(
-                    f"'x_bounds' must be finite (low, high) pairs with low < high, of shape "
-                    f"(2,) or (n_features, 2) = ({d}, 2); got {self.x_bounds!r}."
-                )
-            lo, hi = b[:, 0], b[:, 1]
-            centre, half = (lo_dom + hi_dom) / 2, (hi_dom - lo_dom) / 2
+            lo, hi = self.x_bounds_[:, 0], self.x_bounds_[:, 1]
         span = hi - lo
         span = np.where(span > 0, span, 1.0)  # a constant feature maps to the centre
-        self.x_scale_ = 2 * half / span
-        self.x_offset_ = (lo + hi) / 2 - centre / self.x_scale_
+        scale = 2 * half / span
+        return (lo + hi) / 2 - (lo_dom + hi_dom) / 2 / scale, scale
 
-    def _map_x(self, X):
-        return (X - self.x_offset_) * self.x_scale_
-
-    # -- sampling --------------------------------------------------------------------------
-    def _check_X(self, X):
+    def _check_X(self, X, *, context=True):
+        """Validated query points -> (mapped context, mapped queries) for one call."""
         check_is_fitted(self)
         X = validate_data(self, X, dtype=np.float64, reset=False)
-        Z = self._map_x(X)
+        C = self.X_train_ if context else X[:0]
+        offset, scale = self._input_map(np.concatenate([C, X]))
+        Zc, Z = (C - offset) * scale, (X - offset) * scale
         lo, hi = (float(v) for v in self.prior_config_.domain)
         pad = 0.25 * (hi - lo) / 2
         if Z.size and (Z.min() < lo - pad or Z.max() > hi + pad):
             warnings.warn(
-                "Some query points lie far outside the training range (mapped to "
+                "Some query points lie far outside 'x_bounds' (mapped to "
                 f"[{Z.min():.2f}, {Z.max():.2f}], the prior was trained on [{lo:g}, {hi:g}]); "
-                "predictions there are extrapolations the prior has not seen. Pass 'x_bounds' "
-                "covering the whole region of interest.", UserWarning, stacklevel=3)
-        return Z
+                "predictions there are extrapolations the prior has not seen. Widen 'x_bounds', "
+                "or leave it None to map each call's query points into the domain.",
+                UserWarning, stacklevel=3)
+        return Zc, Z
 
     def _eps_model(self):
         module = self.module_
@@ -346,13 +356,14 @@ class NDPRegressor(RegressorMixin, EstimatorBase):
 
         return eps
 
-    def _sample_std(self, Z, n_samples, seed):
-        """Joint standardised posterior samples at mapped inputs ``Z``: (n_X, n_samples)."""
+    def _sample_std(self, Zc, Z, n_samples, seed):
+        """Joint standardised posterior samples at mapped inputs ``Z`` given the mapped
+        context ``Zc``: (n_X, n_samples)."""
         dev = self.device_
         kwargs = dict(n_samples=int(n_samples), n_resample=self.n_resample, eta=1.0,
                       n_steps=None if self.sampler == "ddpm" else self.n_sampling_steps)
         with torch_seed(seed, dev), torch.no_grad(), self._threads():
-            xc = torch.as_tensor(self.X_train_, dtype=torch.float32, device=dev)
+            xc = torch.as_tensor(Zc, dtype=torch.float32, device=dev)
             yc = torch.as_tensor(self.y_train_, dtype=torch.float32, device=dev)
             xt = torch.as_tensor(Z, dtype=torch.float32, device=dev)
             try:
@@ -367,8 +378,8 @@ class NDPRegressor(RegressorMixin, EstimatorBase):
     def _prepare_predict(self, X):
         return self._check_X(X)
 
-    def _draw_samples(self, Z, n_samples, seed):
-        return self._sample_std(Z, n_samples, seed) * self.y_std_ + self.y_mean_
+    def _draw_samples(self, prepared, n_samples, seed):
+        return self._sample_std(*prepared, n_samples, seed) * self.y_std_ + self.y_mean_
 
     def sample_posterior(self, X, n_samples=1, random_state=None):
         """Joint samples of the function at ``X`` given the training data.
@@ -399,7 +410,7 @@ class NDPRegressor(RegressorMixin, EstimatorBase):
 
         Uses the fitted input map and target scale. Returns shape (n_X, n_samples).
         """
-        Z = self._check_X(X)
+        _, Z = self._check_X(X, context=False)
         n_samples = check_n_samples(n_samples)
         dev = self.device_
         with torch_seed(draw_seed(random_state), dev), torch.no_grad():
@@ -437,29 +448,29 @@ class NDPRegressor(RegressorMixin, EstimatorBase):
                 "At most one of return_std or return_cov can be requested (as "
                 "GaussianProcessRegressor.predict)."
             )
-        Z = self._check_X(X)
+        Zc, Z = self._check_X(X)
         m = Z.shape[0]
         if return_cov:
             noise_var = 0.0 if self.predict_noise else float(self.prior_config_.noise)
-            ys = self._sample_std(Z, self.n_samples, self.seed_)
+            ys = self._sample_std(Zc, Z, self.n_samples, self.seed_)
             cov = np.atleast_2d(np.cov(ys))
             cov = cov - noise_var * np.eye(m)
             mean = ys.mean(1) * self.y_std_ + self.y_mean_
             return mean, cov * self.y_std_ ** 2
-        mean, var = self._marginals(Z, noise=self.predict_noise)
+        mean, var = self._marginals(Zc, Z, noise=self.predict_noise)
         mean = mean * self.y_std_ + self.y_mean_
         if not return_std:
             return mean
         return mean, np.sqrt(var) * self.y_std_
 
-    def _marginals(self, Z, *, noise):
+    def _marginals(self, Zc, Z, *, noise):
         """Standardised posterior mean and variance at ``Z`` from ``n_samples`` samples per
         block of ``predict_batch_size`` points (seeded by the fit); ``noise=False`` subtracts
         the prior's observation-noise variance."""
         means, variances = [], []
         for k, start in enumerate(range(0, Z.shape[0], self.predict_batch_size)):
             block = Z[start:start + self.predict_batch_size]
-            ys = self._sample_std(block, self.n_samples, self.seed_ + k)
+            ys = self._sample_std(Zc, block, self.n_samples, self.seed_ + k)
             means.append(ys.mean(1))
             variances.append(ys.var(1, ddof=1))
         var = np.concatenate(variances)
@@ -481,7 +492,7 @@ class NDPRegressor(RegressorMixin, EstimatorBase):
             Log density divided by the number of points, in the units of ``y``.
         """
         y = np.asarray(y, dtype=np.float64).ravel()
-        Z = self._check_X(X)
+        Zc, Z = self._check_X(X)
         if len(y) != Z.shape[0]:
             raise ValueError(f"X has {Z.shape[0]} rows but y has {len(y)} values.")
         if joint:
@@ -490,9 +501,9 @@ class NDPRegressor(RegressorMixin, EstimatorBase):
                     f"joint=True needs n_samples > n_X for a non-singular covariance; got "
                     f"n_samples={self.n_samples} and {Z.shape[0]} points. Raise 'n_samples' "
                     "or use joint=False.")
-            ys = self._sample_std(Z, self.n_samples, self.seed_) * self.y_std_ + self.y_mean_
+            ys = self._sample_std(Zc, Z, self.n_samples, self.seed_) * self.y_std_ + self.y_mean_
             return gaussian_log_likelihood(y, ys, joint=True)
-        mean, var = self._marginals(Z, noise=True)
+        mean, var = self._marginals(Zc, Z, noise=True)
         mean = mean * self.y_std_ + self.y_mean_
         var = np.maximum(var * self.y_std_ ** 2, 1e-12)
         return float(np.mean(-0.5 * (np.log(2 * np.pi * var) + (y - mean) ** 2 / var)))

@@ -62,8 +62,7 @@ def test_repeatable_and_callers_rng_untouched(fitted, data):
     c = fitted.sample_posterior(Xt, n_samples=3, random_state=8)
     assert not np.allclose(a, c)
     # a new fit with the same random_state predicts the same numbers
-    refit = clone(fitted).fit(fitted.X_train_ / fitted.x_scale_ + fitted.x_offset_,
-                              fitted.y_train_ * fitted.y_std_ + fitted.y_mean_)
+    refit = clone(fitted).fit(fitted.X_train_, fitted.y_train_ * fitted.y_std_ + fitted.y_mean_)
     np.testing.assert_allclose(refit.predict(Xt), fitted.predict(Xt), rtol=1e-5, atol=1e-6)
 
 
@@ -76,9 +75,16 @@ def test_affine_equivariance_of_the_maps(data):
     m1, s1 = moved.predict(10 * Xt + 3, return_std=True)
     np.testing.assert_allclose(m1, 5 * m0 - 100, rtol=1e-4, atol=1e-3)
     np.testing.assert_allclose(s1, 5 * s0, rtol=1e-4, atol=1e-4)
-    # documented map: training range -> 0.9 * [-2, 2]
-    assert base.X_train_.min() == pytest.approx(-1.8) and base.X_train_.max() == pytest.approx(1.8)
+    # documented map: the box of the context and the queries -> 0.9 * [-2, 2]
+    Zc, Zq = base._check_X(Xt)
+    both = np.r_[Zc, Zq]
+    assert both.min() == pytest.approx(-1.8) and both.max() == pytest.approx(1.8)
+    np.testing.assert_array_equal(base.X_train_, X)
     assert base.y_train_.mean() == pytest.approx(0) and base.y_train_.std() == pytest.approx(1)
+    # queries far beyond the context stay in the domain: no extrapolation warning
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", UserWarning)
+        base.predict(Xt * 50)
 
 
 def test_interpolates_a_gp_draw(fitted, data):
@@ -123,8 +129,8 @@ def test_bad_input(data):
     fitted = clone(est).fit(X, y)
     with pytest.raises(ValueError, match="features"):
         fitted.predict(np.c_[Xt, Xt])
-    with pytest.warns(UserWarning, match="far outside the training range"):
-        fitted.predict(Xt[:2] + 50)
+    with pytest.warns(UserWarning, match="far outside 'x_bounds'"):
+        clone(fitted).set_params(x_bounds=(-2, 2)).fit(X, y).predict(Xt[:2] + 50)
     with pytest.raises(ValueError, match="pretrained=True"):
         NDPRegressor(hidden_dim=32).fit(X, y)
     with pytest.raises(ValueError, match="x_bounds"):
