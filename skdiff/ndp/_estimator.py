@@ -232,45 +232,46 @@ class NDPRegressor(RegressorMixin, EstimatorBase):
                 f"NDPRegressor models a single output; y has shape {y_arr.shape}. Fit one "
                 "estimator per column (e.g. sklearn.multioutput.MultiOutputRegressor)."
             )
-        if np.asarray(y_arr).dtype.kind not in "biufO":
-            raise ValueError(f"NDPRegressor needs numeric targets; y has dtype "
-                             f"{np.asarray(y_arr).dtype}.")
+        if y_arr.dtype.kind not in "biufO":
+            raise ValueError(f"NDPRegressor needs numeric targets; y has dtype {y_arr.dtype}.")
         X, y = validate_data(self, X, y, dtype=np.float64, y_numeric=True)
-        n, d = X.shape
-        # 1. the target scale
-        if not self.normalize_y:
-            self.y_mean_, self.y_std_ = 0.0, 1.0
-        elif n < 2:
-            raise ValueError(
-                f"NDPRegressor needs at least 2 training samples to standardise y; got {n} "
-                "sample. Pass normalize_y=False if y is already on the prior's scale."
-            )
-        else:
-            mean, scale, constant = fit_scale(y[:, None], name="y", return_constant=True)
-            if constant[0]:
-                warnings.warn("y is constant; NDPRegressor uses a unit scale for it, so the "
-                              "posterior is the prior's around that constant.", UserWarning,
-                              stacklevel=3)
-            self.y_mean_, self.y_std_ = float(mean[0]), float(scale[0])
-        # 2. the prior (network, configuration, schedule)
-        self._get_prior(d, seed)
-        # 3. the input map into the prior's domain
+        self._set_target_scale(y)
+        self._get_prior(X.shape[1], seed)
         self.x_bounds_ = self._checked_bounds(X.shape[1])
-        # 4. the context
-        idx = np.arange(n)
-        if n > self.max_context:
-            warnings.warn(
-                f"{n} training points exceed max_context={self.max_context}; a random subset "
-                f"of {self.max_context} is used as the context. Raise 'max_context' to use "
-                "more (cost grows quadratically).", UserWarning, stacklevel=2)
-            idx = np.sort(np.random.RandomState(seed).choice(n, self.max_context,
-                                                              replace=False))
+        idx = self._context_rows(len(X), seed)
         self.X_train_ = X[idx]
         self.y_train_ = (y[idx] - self.y_mean_) / self.y_std_
         with np.errstate(over="ignore"):  # inf for targets beyond float64's squares
             self.noise_variance_ = float(np.float64(self.prior_config_.noise)
                                          * np.float64(self.y_std_) ** 2)
         return self
+
+    def _set_target_scale(self, y):
+        """``y_mean_`` and ``y_std_``: the standardisation of ``y`` (identity without
+        ``normalize_y``)."""
+        if not self.normalize_y:
+            self.y_mean_, self.y_std_ = 0.0, 1.0
+            return
+        if len(y) < 2:
+            raise ValueError(
+                f"NDPRegressor needs at least 2 training samples to standardise y; got "
+                f"{len(y)} sample. Pass normalize_y=False if y is already on the prior's scale.")
+        mean, scale, constant = fit_scale(y[:, None], name="y", return_constant=True)
+        if constant[0]:
+            warnings.warn("y is constant; NDPRegressor uses a unit scale for it, so the "
+                          "posterior is the prior's around that constant.", UserWarning,
+                          stacklevel=4)
+        self.y_mean_, self.y_std_ = float(mean[0]), float(scale[0])
+
+    def _context_rows(self, n, seed):
+        """The training rows used as context: all, or ``max_context`` of them at random."""
+        if n <= self.max_context:
+            return np.arange(n)
+        warnings.warn(
+            f"{n} training points exceed max_context={self.max_context}; a random subset of "
+            f"{self.max_context} is used as the context. Raise 'max_context' to use more (cost "
+            "grows quadratically).", UserWarning, stacklevel=4)
+        return np.sort(np.random.RandomState(seed).choice(n, self.max_context, replace=False))
 
     def _get_prior(self, n_dims, seed):
         from ..diffusion.priors import PRIORS, get_prior_config
