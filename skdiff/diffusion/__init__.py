@@ -5,7 +5,9 @@ from .samplers import (
     conditional_sample,
     ddim_step,
     ddpm_step,
+    n_evaluations,
     prior_sample,
+    resample_path,
     strided_levels,
 )
 from .schedule import NoiseSchedule
@@ -16,7 +18,9 @@ __all__: list[str] = [
     "conditional_sample",
     "ddim_step",
     "ddpm_step",
+    "n_evaluations",
     "prior_sample",
+    "resample_path",
     "strided_levels",
 ]
 __all__ += ["PriorConfig", "available_priors", "load_prior", "train_prior"]

@@ -21,10 +21,13 @@ from skdiff.diffusion import (
     conditional_sample,
     ddim_step,
     ddpm_step,
+    n_evaluations,
     prior_sample,
+    resample_path,
     strided_levels,
 )
-from skdiff.diffusion.oracle import gp_posterior, kl_per_point, sampler_moments
+
+from .oracle import gp_posterior, kl_per_point, sampler_moments
 
 
 def _kernel(x, lengthscale=0.25, noise=0.0025):
@@ -108,12 +111,15 @@ def test_ddim_step_with_true_noise_is_consistent():
 
 def test_strided_levels():
     assert strided_levels(500, 500) == list(range(499, -1, -1))
-    for spacing in ("uniform", "quadratic"):
+    for spacing in ("uniform", "quadratic", "cubic"):
         lv = strided_levels(500, 20, spacing)
-        assert lv[0] == 499 and lv[-1] == 0 and len(lv) == 20
+        assert lv[0] == 499 and lv[-1] == 0 and len(lv) == (19 if spacing == "cubic" else 20)
         assert all(a > b for a, b in zip(lv, lv[1:]))
     q = strided_levels(500, 20, "quadratic")
     assert q[-2] < strided_levels(500, 20, "uniform")[-2]  # denser at low noise
+    c = strided_levels(500, 32, "cubic")
+    assert len(c) == 29 and sum(t < 20 for t in c) == 8  # rounding merges the lowest levels
+    assert sum(t < 20 for t in q) == 4
     with pytest.raises(ValueError, match="'n_steps'"):
         strided_levels(500, 0)
     with pytest.raises(ValueError, match="'spacing'"):
@@ -136,11 +142,12 @@ def test_prior_sample_recovers_gp_prior(task):
     assert abs(emp - exact) < 4.5 * (1 - exact**2) / math.sqrt(S)
 
 
-@pytest.mark.parametrize("n_steps, U, kl_bound", [
-    (None, 5, 0.02),  # the paper's sampler: DDPM over all 500 levels, U = 5
-    (20, 4, 0.05),    # the fast default: 20 quadratic strided steps, U = 4 (100 evaluations)
+@pytest.mark.parametrize("n_steps, U, spacing, kl_bound", [
+    (None, 5, None, 0.02),           # the paper's sampler: DDPM over all 500 levels, U = 5
+    (32, 4, "cubic", 0.025),         # 32 cubic strided steps, U = 4 (141 evaluations)
+    (20, 4, "quadratic", 0.05),      # 20 quadratic strided steps, U = 4 (96 evaluations)
 ])
-def test_repaint_recoversgp_posterior(task, n_steps, U, kl_bound):
+def test_repaint_recovers_gp_posterior(task, n_steps, U, spacing, kl_bound):
     x, K, C, y_ctx = task
     sched = NoiseSchedule.official()
     oracle = OracleEps(sched, K)
@@ -148,16 +155,18 @@ def test_repaint_recoversgp_posterior(task, n_steps, U, kl_bound):
     torch.manual_seed(1)
     xt = torch.as_tensor(x[:, None])
     y = conditional_sample(oracle, sched, xt[:C], torch.as_tensor(y_ctx), xt[C:], n_samples=S,
-                           n_resample=U, n_steps=n_steps)
-    levels = list(range(499, -1, -1)) if n_steps is None else strided_levels(500, n_steps)
+                           n_resample=U, n_steps=n_steps, spacing=spacing or "quadratic")
+    levels = (list(range(499, -1, -1)) if n_steps is None
+              else strided_levels(500, n_steps, spacing))
     assert oracle.calls == (len(levels) - 1) * (U + 1) + 1
     assert oracle.batch_sizes == {S}
     samples = y.squeeze(-1).double().numpy()
     # 1. the implementation: Monte Carlo moments match the exact propagation of the algorithm.
-    m, P = sampler_moments(sched, K, C, y_ctx, levels, U)
+    m, P = sampler_moments(sched, K, C, y_ctx, resample_path(levels, U))
     _assert_moments_within_mc(samples, m, P)
     # 2. the approximation: close to the exact GP posterior (RePaint is exact only as U -> inf;
-    #    measured bias on this task: KL/point 0.006 (paper's sampler), 0.017 (fast)).
+    #    measured bias on this task: KL/point 0.006 (paper's sampler), 0.008 (32 cubic steps),
+    #    0.017 (20 quadratic steps)).
     mu, Sig = gp_posterior(K, C, y_ctx)
     kl = kl_per_point(m, P, mu, Sig)
     assert kl < kl_bound
@@ -174,8 +183,8 @@ def test_more_resampling_reduces_bias(task):
     sched = NoiseSchedule.official()
     mu, Sig = gp_posterior(K, C, y_ctx)
     levels = strided_levels(500, 20)
-    kl0 = kl_per_point(*sampler_moments(sched, K, C, y_ctx, levels, 0), mu, Sig)
-    kl5 = kl_per_point(*sampler_moments(sched, K, C, y_ctx, levels, 5), mu, Sig)
+    kl0 = kl_per_point(*sampler_moments(sched, K, C, y_ctx, resample_path(levels, 0)), mu, Sig)
+    kl5 = kl_per_point(*sampler_moments(sched, K, C, y_ctx, resample_path(levels, 5)), mu, Sig)
     assert kl5 < 0.5 * kl0
 
 
@@ -191,3 +200,68 @@ def test_no_context_is_prior_sampling():
     with pytest.raises(ValueError, match="'n_resample'"):
         conditional_sample(f, sched, torch.zeros(1, 1), torch.zeros(1), torch.ones(4, 1),
                            n_resample=-1)
+
+
+def test_resample_path():
+    # one-step back-and-forth (the NDP paper's resampling): U extra visits of every step
+    assert resample_path([3, 1, 0], 2) == [3, 1, 3, 1, 3, 1, 0, 1, 0, 1, 0, -1]
+    assert resample_path([3, 1, 0], 0) == [3, 1, 0, -1]
+    levels = strided_levels(500, 20)
+    assert n_evaluations(resample_path(levels, 4)) == 19 * 5 + 1
+    # RePaint jumps: jump back j grid positions at positions j, 2j, ... (clean data excluded)
+    assert resample_path([5, 4, 2, 1, 0], 1, jump_length=2) == \
+        [5, 4, 2, 5, 4, 2, 1, 0, 2, 1, 0, -1]
+    path = resample_path(list(range(9, -1, -1)), 2, jump_length=3)
+    assert n_evaluations(path) == 10 + 2 * 3 * 3  # jump positions 3, 6, 9
+    assert path[0] == 9 and path[-1] == -1
+    assert n_evaluations(resample_path([4], 3)) == 1  # a single step to clean data
+    with pytest.raises(ValueError, match="'levels' must be .* strictly decreasing"):
+        resample_path([3, 3, 0], 1)
+    with pytest.raises(ValueError, match="'levels'"):
+        resample_path([], 1)
+    with pytest.raises(ValueError, match=r"'jump_length' must be an integer >= 1; got 0"):
+        resample_path([3, 0], 1, jump_length=0)
+    with pytest.raises(ValueError, match=r"'n_resample' must be an integer >= 0; got 1.5"):
+        resample_path([3, 0], 1.5)
+
+
+@pytest.mark.parametrize("n_steps, U, j", [(12, 2, 3), (7, 1, 1)])
+def test_zero_noise_model_propagates_forward_variances(n_steps, U, j):
+    """With eps = 0 every reverse step scales by sqrt(ab_s / ab_t) and adds the eta-noise and
+    every forward jump is the forward kernel: the targets stay centred, independent of the
+    context, with a variance given by a scalar recursion along the path."""
+    sched = NoiseSchedule.official(T=60)
+    ab = sched.alpha_bars.double().numpy()
+    abf = lambda t: 1.0 if t < 0 else ab[t]  # noqa: E731
+    f = lambda x, y, t, mask=None: torch.zeros_like(y)  # noqa: E731
+    path = resample_path(strided_levels(60, n_steps), U, j)
+    var = 1.0
+    for t, s in zip(path, path[1:]):
+        r = abf(s) / abf(t)
+        var = r * var + ((1 - abf(s)) / (1 - abf(t)) * (1 - abf(t) / abf(s)) if s < t
+                         else 1 - r)
+    S = 20000
+    torch.manual_seed(0)
+    y = conditional_sample(f, sched, torch.zeros(2, 1), torch.full((2,), 3.0),
+                           torch.linspace(-1, 1, 3)[:, None], n_samples=S, n_steps=n_steps,
+                           n_resample=U, jump_length=j)
+    assert y.shape == (S, 3, 1)
+    _assert_moments_within_mc(y.squeeze(-1).double().numpy(), np.zeros(3), var * np.eye(3))
+
+
+def test_conditional_sample_is_reproducible_and_checks_arguments():
+    sched = NoiseSchedule.official(T=30)
+    f = lambda x, y, t, mask=None: 0.5 * y  # noqa: E731
+    args = (f, sched, torch.zeros(2, 1), torch.ones(2), torch.linspace(-1, 1, 5)[:, None])
+    kw = dict(n_samples=4, n_steps=8, n_resample=1, jump_length=2)
+    torch.manual_seed(3)
+    a = conditional_sample(*args, **kw)
+    torch.manual_seed(3)
+    b = conditional_sample(*args, **kw)
+    torch.manual_seed(4)
+    c = conditional_sample(*args, **kw)
+    assert torch.equal(a, b) and not torch.equal(a, c)
+    with pytest.raises(ValueError, match=r"'jump_length' must be an integer >= 1; got 0"):
+        conditional_sample(*args, jump_length=0)
+    with pytest.raises(ValueError, match=r"'n_steps' must be an integer >= 1; got 0"):
+        conditional_sample(*args, n_steps=0)
