@@ -1,0 +1,313 @@
+"""Data of the defaults benchmark (``benchmarks/defaults.py``): one loader per data source.
+
+Every loader returns a :class:`sklearn.utils.Bunch` of plain arrays in the layout its task
+kind expects (see ``benchmarks/_defaults_tasks.py``):
+
+* ``clf_semi`` / ``reg_semi``: ``X``, ``y`` (true values), ``y_fit`` (classification: ``-1``
+  for unlabelled rows; regression: ``NaN``), ``scored`` (boolean mask of the unlabelled rows);
+* ``clf_full`` / ``reg_full``: ``X_train``, ``y_train``, ``X_test``, ``y_test``;
+* ``graph_clf`` / ``graph_reg``: ``X``, ``A`` (scipy CSR), ``y``, ``y_fit``, ``scored``;
+* ``forecast``: ``X_train``, ``y_train``, ``X_test``, ``y_test`` (lag windows of a series
+  standardised with its training part), ``season`` (period for the seasonal naive forecast,
+  1 = none);
+* ``series_clf``: ``X_train``, ``y_train``, ``X_test``, ``y_test`` with ``X`` of shape
+  (n, length, channels), skdiff's layout;
+* ``function``: ``tasks``, a list of (x_context, y_context, x_query, y_query) in the data's
+  own units, and ``unit`` = (offset, scale) mapping ``y`` to the natural scale of the
+  function (``(y - offset) / scale``), where metrics are reported.
+
+All randomness is seeded, so every run sees the same data.
+"""
+
+from __future__ import annotations
+
+import functools
+
+import numpy as np
+import scipy.sparse as sp
+from sklearn.model_selection import train_test_split
+from sklearn.utils import Bunch
+
+from skdiff.datasets import (
+    load_ett,
+    load_planetoid,
+    make_gp_functions,
+    make_label_mask,
+    make_planted_partition,
+    make_windows,
+)
+
+#: Seed of every label mask and train/test split drawn here.
+SEED = 0
+
+
+# -- tabular ---------------------------------------------------------------------------------
+def _tabular_xy(name):
+    """(X, y, is_classification) of a bundled scikit-learn set or a seeded generator."""
+    from sklearn import datasets as ds
+
+    bundled = {"digits": ds.load_digits, "wine": ds.load_wine, "iris": ds.load_iris,
+               "breast_cancer": ds.load_breast_cancer, "diabetes": ds.load_diabetes}
+    if name in bundled:
+        X, y = bundled[name](return_X_y=True)
+        return X.astype(np.float64), y, name != "diabetes"
+    if name == "blobs3":  # 3 classes, 5 informative of 20 features, 2 clusters per class
+        X, y = ds.make_classification(n_samples=1000, n_features=20, n_informative=5,
+                                      n_redundant=5, n_classes=3, n_clusters_per_class=2,
+                                      random_state=101)
+        return X, y, True
+    if name == "blobs4":  # 4 classes, 10 informative of 40 features, 5 % label noise
+        X, y = ds.make_classification(n_samples=2000, n_features=40, n_informative=10,
+                                      n_redundant=10, n_classes=4, flip_y=0.05,
+                                      class_sep=0.8, random_state=202)
+        return X, y, True
+    if name == "friedman1":  # 5 informative of 10 features, noise std 1
+        X, y = ds.make_friedman1(n_samples=1000, n_features=10, noise=1.0, random_state=303)
+        return X, y, False
+    raise ValueError(f"unknown tabular data set {name!r}")
+
+
+def tabular_semi(ctx, name, n_labelled):
+    """All rows, ``n_labelled`` labels per class (classification) or in all (regression)."""
+    X, y, is_clf = _tabular_xy(name)
+    if is_clf:
+        y_fit = make_label_mask(y, n_labelled, random_state=SEED)
+        scored = y_fit == -1
+    else:
+        keep = np.random.RandomState(SEED).choice(len(y), n_labelled, replace=False)
+        y_fit = np.full(len(y), np.nan)
+        y_fit[keep] = y[keep]
+        scored = np.isnan(y_fit)
+    return Bunch(X=X, y=y, y_fit=y_fit, scored=scored)
+
+
+def tabular_full(ctx, name):
+    """A fixed 75/25 train/test split (stratified for classification)."""
+    X, y, is_clf = _tabular_xy(name)
+    Xtr, Xte, ytr, yte = train_test_split(X, y, test_size=0.25, random_state=SEED,
+                                          stratify=y if is_clf else None)
+    return Bunch(X_train=Xtr, y_train=ytr, X_test=Xte, y_test=yte)
+
+
+# -- graphs ----------------------------------------------------------------------------------
+def cora(ctx):
+    """Cora, raw binary bag-of-words features, the public split's 140 training labels only
+    (the validation labels are not given), scored on the 1000 public test nodes."""
+    data = load_planetoid("cora", data_home=ctx.data_home)
+    y_fit = np.full(data.target.shape, -1)
+    y_fit[data.train_idx] = data.target[data.train_idx]
+    scored = np.zeros(len(y_fit), dtype=bool)
+    scored[data.test_idx] = True
+    return Bunch(X=data.data, A=data.adjacency, y=data.target, y_fit=y_fit, scored=scored)
+
+
+def make_csbm(n_nodes, *, n_classes=5, homophily=0.8, avg_degree=8.0, snr=1.0,
+              n_informative=16, n_noise=16, random_state=0):
+    """A contextual stochastic block model with a homophily and a feature signal knob.
+
+    The graph is :func:`skdiff.datasets.make_planted_partition` with the block probabilities
+    set so that the expected degree is ``avg_degree`` and the expected fraction of edges
+    inside a class is ``homophily`` (``1 / n_classes`` is a graph blind to the classes; below
+    it the graph is heterophilous). Features: ``n_informative`` columns of a class mean plus
+    standard normal noise, the class means drawn as N(0, snr^2 / n_informative) per entry (so
+    two class means lie about ``snr * sqrt(2)`` noise standard deviations apart), then
+    ``n_noise`` columns of pure noise.
+
+    Returns
+    -------
+    X : ndarray of shape (n_nodes, n_informative + n_noise)
+    y : ndarray of shape (n_nodes,)
+    A : scipy.sparse.csr_matrix of shape (n_nodes, n_nodes)
+    """
+    block = n_nodes / n_classes
+    p_in = homophily * avg_degree / (block - 1)
+    p_out = (1 - homophily) * avg_degree / (n_nodes - block)
+    _, y, A = make_planted_partition(n_nodes, n_classes, p_in=p_in, p_out=p_out,
+                                     n_features=1, random_state=random_state)
+    rng = np.random.RandomState(random_state + 1)
+    means = rng.normal(scale=snr / np.sqrt(n_informative), size=(n_classes, n_informative))
+    X = np.hstack([means[y] + rng.normal(size=(n_nodes, n_informative)),
+                   rng.normal(size=(n_nodes, n_noise))])
+    return X, y, A
+
+
+def csbm(ctx, n_nodes, homophily, snr, n_per_class=20, **kwargs):
+    """A CSBM node classification task: ``n_per_class`` labels per class, scored on the rest."""
+    X, y, A = make_csbm(n_nodes, homophily=homophily, snr=snr, random_state=SEED, **kwargs)
+    y_fit = make_label_mask(y, n_per_class, random_state=SEED)
+    return Bunch(X=X, A=A, y=y, y_fit=y_fit, scored=y_fit == -1)
+
+
+def csbm_regression(ctx, n_nodes, homophily, snr, n_labelled=100, **kwargs):
+    """A CSBM node regression task: target = a per-class level (N(0, 1)) plus a linear
+    function of the informative features plus noise (std 0.3); ``n_labelled`` random nodes
+    labelled, the others ``NaN`` and scored."""
+    n_inf = kwargs.get("n_informative", 16)
+    X, c, A = make_csbm(n_nodes, homophily=homophily, snr=snr, random_state=SEED, **kwargs)
+    rng = np.random.RandomState(SEED + 2)
+    level = rng.normal(size=c.max() + 1)
+    w = rng.normal(scale=0.5 / np.sqrt(n_inf), size=n_inf)
+    y = level[c] + X[:, :n_inf] @ w + 0.3 * rng.normal(size=n_nodes)
+    y_fit = np.full(n_nodes, np.nan)
+    keep = rng.choice(n_nodes, n_labelled, replace=False)
+    y_fit[keep] = y[keep]
+    return Bunch(X=X, A=A, y=y, y_fit=y_fit, scored=np.isnan(y_fit))
+
+
+def graph_homophily(y, A):
+    """Fraction of edges joining two nodes of the same class."""
+    A = sp.coo_matrix(A)
+    return float(np.mean(y[A.row] == y[A.col])) if A.nnz else float("nan")
+
+
+# -- series ----------------------------------------------------------------------------------
+@functools.lru_cache(maxsize=2)
+def _ett(data_home):
+    return load_ett("ETTh1", data_home=data_home, as_frame=False)
+
+
+def ett(ctx, column, horizon, lookback=96, train_stride=2):
+    """ETTh1, one column as a univariate series, the standard 12/4/4-month split.
+
+    The series is standardised with the 12 training months. The estimator and the baselines
+    fit on the windows of the first 16 months (training and validation months: early
+    stopping and penalty choice happen inside, on the latest windows), every
+    ``train_stride``-th window; the test windows are every window whose targets lie in the
+    4 test months (their inputs may reach back into the validation months).
+    """
+    data = _ett(str(ctx.data_home) if ctx.data_home is not None else None)
+    col = data.feature_names.index(column)
+    s = data.data[:, col]
+    tr, va, te = data.train_index, data.val_index, data.test_index
+    s = (s - s[tr].mean()) / s[tr].std()
+    X_train, y_train = make_windows(s[:va[-1] + 1], lookback, horizon, stride=train_stride)
+    X_test, y_test = make_windows(s[te[0] - lookback:te[-1] + 1], lookback, horizon)
+    return Bunch(X_train=X_train, y_train=y_train, X_test=X_test, y_test=y_test, season=24)
+
+
+def _statsmodels(name, column):
+    import statsmodels.api as sm
+
+    frame = getattr(sm.datasets, name).load_pandas().data
+    if name == "elnino":  # one row per year, one column per month
+        return frame.drop(columns="YEAR").to_numpy(dtype=np.float64).ravel()
+    return frame[column].interpolate(limit_direction="both").to_numpy(dtype=np.float64)
+
+
+def _aeon_series(name):
+    from aeon import datasets as ads
+
+    if name == "airline":
+        return np.asarray(ads.load_airline(), dtype=np.float64)
+    if name == "lynx":
+        return np.asarray(ads.load_lynx(), dtype=np.float64)
+    if name == "uschange_consumption":
+        return np.asarray(ads.load_uschange(), dtype=np.float64)[0]
+    raise ValueError(f"unknown aeon series {name!r}")
+
+
+def series(ctx, source, name, lookback, horizon, season, column=None, test_fraction=0.2):
+    """A bundled series: the last ``test_fraction`` is the test part (windows whose targets
+    lie in it), the windows before it train; standardised with the training part."""
+    s = _statsmodels(name, column) if source == "statsmodels" else _aeon_series(name)
+    n_train = int(round(len(s) * (1 - test_fraction)))
+    s = (s - s[:n_train].mean()) / s[:n_train].std()
+    X_train, y_train = make_windows(s[:n_train], lookback, horizon)
+    X_test, y_test = make_windows(s[n_train - lookback:], lookback, horizon)
+    return Bunch(X_train=X_train, y_train=y_train, X_test=X_test, y_test=y_test, season=season)
+
+
+# -- series classification -------------------------------------------------------------------
+def _to_nlc(X):
+    """aeon's (n, channels, length) array, or list of (channels, length_i) arrays of unequal
+    lengths, as skdiff's (n, length, channels), unequal series padded with their last value."""
+    if isinstance(X, np.ndarray):
+        return np.ascontiguousarray(X.transpose(0, 2, 1), dtype=np.float64)
+    length = max(x.shape[1] for x in X)
+    return np.stack([np.pad(x, ((0, 0), (0, length - x.shape[1])), mode="edge").T for x in X])
+
+
+def ucr(ctx, name):
+    """A UCR/UEA set bundled with aeon (read offline), its own train/test split; unequal
+    lengths are padded to the longest series of both parts with each series' last value."""
+    from aeon.datasets import load_classification
+
+    Xtr, ytr = load_classification(name, split="train")
+    Xte, yte = load_classification(name, split="test")
+    if not isinstance(Xtr, np.ndarray) or not isinstance(Xte, np.ndarray):
+        length = max(x.shape[-1] for x in list(Xtr) + list(Xte))
+        Xtr, Xte = ([np.pad(x, ((0, 0), (0, length - x.shape[1])), mode="edge") for x in part]
+                    for part in (Xtr, Xte))
+    return Bunch(X_train=_to_nlc(Xtr), y_train=np.asarray(ytr), X_test=_to_nlc(Xte),
+                 y_test=np.asarray(yte))
+
+
+# -- functions (NDPRegressor as a GaussianProcessRegressor drop-in) ---------------------------
+def _context_sizes(rng, n_tasks, n_context):
+    return rng.randint(n_context[0], n_context[1] + 1, size=n_tasks)
+
+
+def gp_draws(ctx, kernel, lengthscale, noise_std, units, n_tasks=16, n_context=(3, 12),
+             n_query=50, seed=0):
+    """Functions drawn from a GP (unit variance, ``lengthscale`` relative to the interval's
+    width; a number or ``("uniform", lo, hi)``), noisy observations (``noise_std``, relative
+    to the signal), ``n_context`` points to condition on, ``n_query`` query points over the
+    whole interval (all uniform on it).
+
+    ``units="natural"``: x in [-2, 2], y on the GP's scale. ``units="arbitrary"``: the same
+    draws with x in [0, 1000] and y scaled by 1e-3 and shifted by 0.37.
+    """
+    if ctx.quick:
+        n_tasks = min(n_tasks, 4)
+    ls = (lengthscale[0], 4 * lengthscale[1], 4 * lengthscale[2]) \
+        if isinstance(lengthscale, tuple) else 4 * lengthscale
+    hi = n_context[1]
+    data = make_gp_functions(n_tasks, hi + n_query, kernel=kernel, lengthscale=ls,
+                             noise=noise_std ** 2, domain=(-2.0, 2.0), random_state=seed)
+    sizes = _context_sizes(np.random.RandomState(seed + 1), n_tasks, n_context)
+    x_offset, x_scale, offset, scale = (0.0, 1.0, 0.0, 1.0) if units == "natural" \
+        else (2.0, 250.0, 0.37, 1e-3)
+    tasks, natural = [], []
+    for i, c in enumerate(sizes):
+        X, y = (data.X[i] + x_offset) * x_scale, offset + scale * data.y[i]
+        tasks.append((X[:c], y[:c], X[hi:], y[hi:]))
+        natural.append((data.X[i][:c], data.y[i][:c], data.X[i][hi:]))
+    # what the exact GP with the true hyper-parameters needs (natural units)
+    oracle = dict(kernel=kernel, lengthscales=data.lengthscale, noise_var=noise_std ** 2,
+                  natural=natural)
+    return Bunch(tasks=tasks, unit=(offset, scale), oracle=oracle)
+
+
+def _forrester(x):
+    return (6 * x[:, 0] - 2) ** 2 * np.sin(12 * x[:, 0] - 4)
+
+
+def _branin(x):
+    x1, x2 = x[:, 0], x[:, 1]
+    return ((x2 - 5.1 / (4 * np.pi ** 2) * x1 ** 2 + 5 / np.pi * x1 - 6) ** 2
+            + 10 * (1 - 1 / (8 * np.pi)) * np.cos(x1) + 10)
+
+
+_TEST_FUNCTIONS = {"forrester": (_forrester, np.array([[0.0, 1.0]])),
+                   "branin": (_branin, np.array([[-5.0, 10.0], [0.0, 15.0]]))}
+
+
+def classic_function(ctx, name, noise_std, n_tasks=16, n_context=(3, 12), n_query=50, seed=0):
+    """A classic test function on its usual domain, observed with noise of ``noise_std``
+    times the function's standard deviation over the domain; every task draws its context
+    and query points uniformly. Metrics are reported with y centred on the function's mean
+    and divided by its standard deviation over the domain."""
+    if ctx.quick:
+        n_tasks = min(n_tasks, 4)
+    f, bounds = _TEST_FUNCTIONS[name]
+    rng = np.random.RandomState(seed)
+    grid = bounds[:, 0] + (bounds[:, 1] - bounds[:, 0]) * rng.uniform(size=(20000, len(bounds)))
+    offset, scale = float(f(grid).mean()), float(f(grid).std())
+    sizes = _context_sizes(rng, n_tasks, n_context)
+    tasks = []
+    for c in sizes:
+        X = bounds[:, 0] + (bounds[:, 1] - bounds[:, 0]) * rng.uniform(size=(c + n_query,
+                                                                            len(bounds)))
+        y = f(X) + noise_std * scale * rng.normal(size=len(X))
+        tasks.append((X[:c], y[:c], X[c:], y[c:]))
+    return Bunch(tasks=tasks, unit=(offset, scale), oracle=None)
