@@ -30,8 +30,8 @@ from sklearn.pipeline import Pipeline, make_pipeline
 from sklearn.preprocessing import StandardScaler
 from sklearn.semi_supervised import LabelSpreading
 
-from skdiff._ndp import gaussian_log_likelihood
 from skdiff.datasets._gp import gp_kernel
+from skdiff.ndp import gaussian_log_likelihood
 
 #: Samples behind the moment-matched Gaussian of the function metrics (the NDP paper's 128).
 N_FUNCTION_SAMPLES = 128

@@ -46,9 +46,9 @@ from _ndp_common import add_runtime_args, apply_runtime_args
 from ndp_interpolation import gp_sampled_metrics, make_tasks, sk_kernel
 from sklearn.gaussian_process import GaussianProcessRegressor
 
-from skdiff._ndp import gaussian_log_likelihood
 from skdiff.diffusion import conditional_sample, n_evaluations, resample_path, strided_levels
 from skdiff.diffusion.priors import load_prior
+from skdiff.ndp import gaussian_log_likelihood
 
 #: The samplers compared: keyword arguments of ``conditional_sample``.
 #: ``q``/``c``: quadratic/cubic level spacing, then the number of steps; ``U``: resamples.

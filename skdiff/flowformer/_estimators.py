@@ -12,7 +12,7 @@ import weakref
 
 import numpy as np
 import torch
-from sklearn.utils.validation import check_is_fitted, validate_data
+from sklearn.utils.validation import _num_samples, check_is_fitted, validate_data
 
 from .._base import (
     TRAINING_PARAMETER_CONSTRAINTS,
@@ -140,7 +140,7 @@ _MODEL_CONSTRAINTS = {
 
 def _num_rows(X):
     """Rows of an array-like before validation (a list of sequences, an array)."""
-    return len(X) if hasattr(X, "__len__") else np.shape(X)[0]
+    return _num_samples(X)
 
 
 class _FlowformerBase(NeuralEstimatorBase):

@@ -232,6 +232,11 @@ class NDPRegressor(RegressorMixin, EstimatorBase):
                 f"NDPRegressor models a single output; y has shape {y_arr.shape}. Fit one "
                 "estimator per column (e.g. sklearn.multioutput.MultiOutputRegressor)."
             )
+        if y_arr.dtype.kind == "c":
+            raise ValueError(
+                "Complex data not supported: NDPRegressor needs real targets; y has dtype "
+                f"{y_arr.dtype}. Pass y.real or np.abs(y)."
+            )
         if y_arr.dtype.kind not in "biufO":
             raise ValueError(f"NDPRegressor needs numeric targets; y has dtype {y_arr.dtype}.")
         X, y = validate_data(self, X, y, dtype=np.float64, y_numeric=True)
