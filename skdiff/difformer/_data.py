@@ -385,7 +385,7 @@ class _SummarySums:
     known only at the end: the sums are of raw keys and queries' squares, and
     :meth:`summary` divides by the norms (the same normalisation as
     :meth:`~skdiff.nn.diffusion_attention.DiffusionAttention.summary` over all rows at once).
-    Accumulated in float64.
+    Each chunk's sums are taken in the states' dtype and accumulated in float64.
     """
 
     def __init__(self, conv):
@@ -393,14 +393,14 @@ class _SummarySums:
 
     def add(self, z):
         q, k, v = self.conv.qkv(z)
-        q, k, v = q.double(), k.double(), v.double()
         if self.conv.qk_norm != "global":
             k = normalize_qk(k, self.conv.qk_norm)
         parts = {"kv": torch.einsum("lhm,lhd->hmd", k, v), "k_sum": k.sum(0),
                  "v_sum": v.sum(0), "n": torch.tensor(float(k.shape[0]), dtype=k.dtype),
                  "q2": q.square().sum(), "k2": k.square().sum()}
         for key, value in parts.items():
-            self.sums[key] = self.sums[key] + value.cpu() if key in self.sums else value.cpu()
+            value = value.double().cpu()
+            self.sums[key] = self.sums[key] + value if key in self.sums else value
 
     def summary(self, dtype, device):
         s = dict(self.sums)
