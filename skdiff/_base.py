@@ -59,6 +59,7 @@ from ._engine import (  # noqa: F401  (re-exported for the estimators)
     FiniteLossGuard,
     Net,
     TrainingDivergedError,
+    _silent,
     atomic_write,
     derive_seed,
     draw_seed,
@@ -179,10 +180,6 @@ def _max_abs_weight(module):
                     if p.is_floating_point() and p.numel()), default=0.0)
 
 
-def _silent(*args, **kwargs):
-    """A sink that prints nothing (module-level so fitted nets pickle)."""
-
-
 def _oom_message(exc, estimator):
     names = [n for n in ("batch_size", "predict_batch_size", "hidden_dim") if n in
              estimator.get_params()]
@@ -299,9 +296,14 @@ class EstimatorBase(BaseEstimator):
         self._validate_params()
         self._check_callbacks()
         accelerator = getattr(self, "accelerator", None)
-        self.device_ = str(accelerator.device) if accelerator is not None else \
-            resolve_device(self.device)
+        self.device_ = resolve_device(str(accelerator.device) if accelerator is not None
+                                      else self.device)
         seed = draw_seed(self.random_state)
+        if accelerator is not None and accelerator.num_processes > 1:
+            # the processes must share the seed: same validation rows, same partitions
+            from accelerate.utils import broadcast_object_list
+
+            seed = broadcast_object_list([seed])[0]
         if reset or not hasattr(self, "seed_"):
             self.seed_ = seed
         return seed

@@ -46,6 +46,10 @@ class TrainingDivergedError(RuntimeError):
     """Raised when training diverges: a non-finite loss, or a loss that ends far above its start."""
 
 
+def _silent(*args, **kwargs):
+    """A sink that prints nothing (module-level so fitted nets pickle)."""
+
+
 def first_item(batch):
     """``collate_fn`` for datasets whose items already are whole batches (``batch_size=1``)."""
     return batch[0]
@@ -191,4 +195,74 @@ class Net(NeuralNet):
 
 class AcceleratedNet(AccelerateMixin, Net):
     """:class:`Net` trained through Hugging Face Accelerate (skorch's ``AccelerateMixin``):
-    data-parallel training over processes and the accelerator's mixed precision."""
+    data-parallel training over processes and the accelerator's mixed precision.
+
+    Training batches are sharded over the processes (each trains on its own batches and
+    the gradients are averaged); validation is not: every process evaluates all validation
+    batches with the same weights, so all record the same validation scores and early
+    stopping ends training on the same epoch everywhere (with sharded batches each process
+    would score its own share and could stop alone, leaving the others waiting). The epoch
+    table is printed by the main process only, and only with ``verbose``. A continued fit
+    (warm start, ``partial_fit``) wraps the network again for the processes, which skorch
+    unwraps at the end of each training call so the net pickles; a pickled net loads on the
+    device the weights are on.
+    """
+
+    def _initialize_callbacks(self):
+        if self.callbacks__print_log__sink == "auto":  # skorch's sink ignores verbose
+            self.callbacks__print_log__sink = self.accelerator.print if self.verbose else \
+                _silent
+        return super()._initialize_callbacks()
+
+    def _initialize_accelerator(self):
+        # a criterion without trainable parameters (all of skdiff's losses) is not
+        # prepared: DistributedDataParallel refuses a module with nothing to synchronise
+        criteria = self._criteria
+        self._criteria = [name for name in criteria if any(
+            p.requires_grad for p in getattr(getattr(self, name + "_"), "parameters",
+                                             list)())]
+        try:
+            return super()._initialize_accelerator()
+        finally:
+            self._criteria = criteria
+
+    def get_iterator(self, dataset, training=False):
+        if training:
+            return super().get_iterator(dataset, training=True)
+        return Net.get_iterator(self, dataset, training=False)  # not sharded
+
+    def validation_step(self, batch, **fit_params):
+        from accelerate.utils import send_to_device
+
+        return super().validation_step(send_to_device(batch, self.accelerator.device),
+                                       **fit_params)
+
+    def on_train_begin(self, net, X=None, y=None, **kwargs):
+        super().on_train_begin(net, X=X, y=y, **kwargs)
+        if self.accelerator.device_placement:
+            self.device = None  # a net loaded from a pickle has its device set
+        if not self._wrapped_with_accelerator:
+            from accelerate.optimizer import AcceleratedOptimizer
+
+            for name in self._optimizers:  # prepared again below, not wrapped twice
+                optimizer = getattr(self, name + "_")
+                if isinstance(optimizer, AcceleratedOptimizer):
+                    setattr(self, name + "_", optimizer.optimizer)
+            self._initialize_accelerator()
+
+    def notify(self, method_name, **cb_kwargs):
+        if method_name != "on_train_end":
+            return super().notify(method_name, **cb_kwargs)
+        # the callbacks first: early stopping restores its best weights, saved from the
+        # wrapped network, before the net unwraps it
+        for _, cb in self.callbacks_:
+            cb.on_train_end(self, **cb_kwargs)
+        self.on_train_end(self, **cb_kwargs)
+
+    def __getstate__(self):
+        state = super().__getstate__()
+        if state.get("device") is None:
+            # the device skorch maps the saved tensors to when loading (the CPU when the
+            # accelerator's device type is missing there): the loaded net's device
+            state["device"] = torch.device(self.accelerator.device).type
+        return state

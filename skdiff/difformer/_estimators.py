@@ -5,6 +5,7 @@ See :mod:`skdiff.nn.difformer` for the network and the user guide for the method
 
 from __future__ import annotations
 
+import math
 import numbers
 
 import numpy as np
@@ -19,6 +20,7 @@ from .._base import (
     Interval,
     NeuralEstimatorBase,
     StrOptions,
+    derive_seed,
     first_item,
 )
 from .._checks import check_sample_weight, check_target_length
@@ -26,7 +28,15 @@ from .._docs import fill_doc, parse_docs
 from .._graph import Graph, check_adjacency, check_node_ids
 from .._tasks import ClassifierTask, RegressorTask
 from ..nn.difformer import DIFFormer
-from ._data import FeatureScaling, FullBatch, GraphInputs, Partitions, Reshuffle
+from ._data import (
+    FeatureScaling,
+    FullBatch,
+    GraphInputs,
+    Partitions,
+    Reshuffle,
+    streamed_forward,
+    streams,
+)
 
 __all__ = ["DIFFormerClassifier", "DIFFormerRegressor"]
 
@@ -80,9 +90,16 @@ block_size : int
 batch_size : int or None
     ``None`` trains full batch (one step per epoch); an int below the number of rows
     trains on random partitions of that many rows with the induced sub-graph of each
-    (paper Sec. 5). Also the chunk size of inductive prediction (8192 rows when
-    ``None``). Steps over more than 20,000 rows recompute each layer in the backward
-    pass (gradient checkpointing: same result, less memory, ~30 % more time).
+    (paper Sec. 5; under ``accelerate launch`` each process trains its own partitions,
+    and full batch is refused there), and scores early stopping's validation rows on a
+    fixed partition alike. The forward over all rows (``transduction_`` and
+    ``summaries_`` at the end of ``fit``, ``predict`` with an adjacency) then runs layer
+    by layer in chunks of that many rows: the same result in O(n hidden_dim) memory for
+    the simple kernel over all rows. Features are scaled chunk by chunk, so a float32
+    array or ``numpy.memmap`` is used as given. Also the chunk size of inductive
+    prediction (8192 rows when ``None``). Steps over more than 20,000 rows recompute
+    each layer in the backward pass (gradient checkpointing: same result, less memory,
+    ~30 % more time).
 feature_scaling_ : {"standard", "row"} or None
     The feature preprocessing in use (``feature_scaling`` with ``"auto"`` resolved).
 n_features_in_ : int
@@ -148,19 +165,19 @@ class _DIFFormerBase(NeuralEstimatorBase):
                 raise ValueError("X holds duplicate node ids; each node is one sample (pass "
                                  "each id once).")
             self._check_in_dim(graph.n_features, reset, "the graph's node features")
-            return GraphInputs.build(self._scaled(graph.features, reset), graph.adjacency,
-                                     self.device_, ids)
+            return GraphInputs(graph.features, self._scaling(graph.features, reset),
+                               graph.adjacency, self.device_, ids)
         X = validate_data(self, X, accept_sparse="csr", dtype=np.float32, reset=reset)
         A = None if adjacency is None else check_adjacency(adjacency, X.shape[0])
         self._check_in_dim(X.shape[1], reset, "X")
-        return GraphInputs.build(self._scaled(X, reset), A, self.device_)
+        return GraphInputs(X, self._scaling(X, reset), A, self.device_)
 
-    def _scaled(self, F, reset):
-        """Features after the fitted ``feature_scaling`` (fitted here when ``reset``)."""
+    def _scaling(self, F, reset):
+        """The fitted ``feature_scaling`` (fitted on ``F`` here when ``reset``)."""
         if reset:
             self._feature_scaling = FeatureScaling(self.feature_scaling).fit(F)
             self.feature_scaling_ = self._feature_scaling.how_
-        return self._feature_scaling.transform(F)
+        return self._feature_scaling
 
     def _check_in_dim(self, n_features, reset, what):
         if reset or not hasattr(self, "module_"):
@@ -173,7 +190,7 @@ class _DIFFormerBase(NeuralEstimatorBase):
     def _make_data(self, X, y, *, reset, adjacency=None, graph=None, validation_mask=None,
                    sample_weight=None, classes=None):
         inputs = self._inputs(X, adjacency, graph, reset=reset)
-        if self.attention_scope == "graph" and inputs.adj is None:
+        if self.attention_scope == "graph" and not inputs.has_graph:
             raise ValueError("attention_scope='graph' attends along the edges of a graph: pass "
                              "'adjacency' (or 'graph') to fit, or use attention_scope='all'.")
         n_rows = inputs.n if inputs.ids is None else inputs.ids.size
@@ -210,14 +227,38 @@ class _DIFFormerBase(NeuralEstimatorBase):
         dev = self.device_
         return {"y": torch.as_tensor(y, device=dev), "w": torch.as_tensor(w, device=dev)}
 
+    def _partitioned(self, inputs):
+        """Whether steps run on partitions of ``batch_size`` nodes (else on all at once)."""
+        return self.batch_size is not None and self.batch_size < inputs.n
+
+    def _n_processes(self):
+        """Processes that train together (those of ``accelerate launch``; 1 without)."""
+        accelerator = getattr(self, "accelerator", None)
+        return 1 if accelerator is None else int(accelerator.num_processes)
+
+
     def _make_datasets(self, data, train, valid):
         target = self._node_targets(data, train)
-        if self.batch_size is None or self.batch_size >= data.inputs.n:
-            train_ds = FullBatch(data.inputs, target)
-        else:
-            with self._rng():
-                train_ds = Partitions(data.inputs, target, self.batch_size)
-        valid_ds = FullBatch(data.inputs, self._node_targets(data, valid)) if valid.size \
+        inputs = data.inputs
+        if not self._partitioned(inputs):
+            if self._n_processes() > 1:
+                raise ValueError(
+                    f"{type(self).__name__} trains full batch (batch_size={self.batch_size!r} "
+                    f"covers all {inputs.n} rows), which one process does alone, but the "
+                    f"accelerator runs {self._n_processes()} processes. Set batch_size below "
+                    f"{inputs.n} (e.g. {math.ceil(inputs.n / self._n_processes())}) so each "
+                    "process trains its own partitions, or train without the accelerator.")
+            train_ds = FullBatch(inputs, target)
+            valid_ds = FullBatch(inputs, self._node_targets(data, valid)) if valid.size \
+                else None
+            return train_ds, valid_ds
+        # the processes of a distributed fit share the seed, hence the partitions, and take
+        # as many blocks each
+        train_ds = Partitions(inputs, target, self.batch_size, self.seed_,
+                              multiple=self._n_processes())
+        # validation: a fixed partition (from the seed), scored as training sees the nodes
+        valid_ds = Partitions(inputs, self._node_targets(data, valid), self.batch_size,
+                              derive_seed(self.seed_, 1), reshuffle=False) if valid.size \
             else None
         return train_ds, valid_ds
 
@@ -235,7 +276,7 @@ class _DIFFormerBase(NeuralEstimatorBase):
         inputs = data.inputs
         step_rows = min(inputs.n, self.batch_size or inputs.n)
         return DIFFormer(
-            inputs.x.shape[1], self._n_network_outputs(), hidden_dim=self.hidden_dim,
+            inputs.n_features, self._n_network_outputs(), hidden_dim=self.hidden_dim,
             n_layers=self.n_layers, n_heads=self.n_heads, alpha=self.alpha,
             dropout=self.dropout, kernel=self.kernel, qk_norm=self.qk_norm,
             value_projection=self.value_projection, graph_weight=self.graph_weight,
@@ -249,18 +290,33 @@ class _DIFFormerBase(NeuralEstimatorBase):
                 cb.dataset = None
         inputs = data.inputs
         self.fitted_on_graph_ = data.graph is not None
-        self._has_graph = inputs.adj is not None
-        with self._inference() as m:
-            outputs = m(inputs.x, inputs.adj) if inputs.adj is not None else m(inputs.x)
-            summaries = [] if data.graph is not None else m.summaries(inputs.x, inputs.adj)
+        self._has_graph = inputs.has_graph
+        with self._inference():
+            outputs, summaries = self._joint_outputs(inputs, summaries=data.graph is None)
         # kept on the CPU so a model fitted on a GPU unpickles on a CPU-only machine
         self.summaries_ = [{k: v.cpu() for k, v in d.items()} for d in summaries]
         self._device_summaries = (self.device_, summaries)
-        outputs = outputs.double().cpu().numpy()
         self.transduction_ = self._predict_from_outputs(outputs)
-        # graph mode: predictions on the fitted graph are rows of this full-graph forward
+        # graph mode: predictions on the fitted graph are rows of this forward
         self._graph, self._graph_outputs = (data.graph, outputs) if data.graph is not None \
             else (None, None)
+
+    def _joint_outputs(self, inputs, summaries=False):
+        """(outputs of one forward over all samples (numpy float64), per-layer summaries of
+        that forward or []).
+
+        With ``batch_size`` below the number of samples and the simple kernel over all rows
+        the forward runs layer by layer over chunks of ``batch_size`` rows
+        (:func:`~skdiff.difformer._data.streamed_forward`: the same result in O(n hidden)
+        memory, without whole-graph tensors); otherwise in one piece.
+        """
+        m = self.module_
+        if self._partitioned(inputs) and streams(m):
+            out, summ = streamed_forward(m, inputs, self.batch_size, summaries)
+        else:
+            out = m(inputs.x, inputs.adj)
+            summ = m.summaries(inputs.x, inputs.adj) if summaries else []
+        return out.double().cpu().numpy(), summ
 
     def fit(self, X, y, adjacency=None, *, graph=None, validation_mask=None,
             sample_weight=None):
@@ -302,7 +358,7 @@ class _DIFFormerBase(NeuralEstimatorBase):
             g = self._graph if graph is None else graph
             if g is self._graph:
                 X = validate_data(self, X, dtype=None, reset=False)
-                return "cached", GraphInputs(x=None, ids=check_node_ids(X, g.n_nodes)), g
+                return "cached", GraphInputs(None, ids=check_node_ids(X, g.n_nodes)), g
             return "joint", self._inputs(X, None, g, reset=False), g
         inputs = self._inputs(X, adjacency, None, reset=False)
         return ("joint" if adjacency is not None else "inductive"), inputs, None
@@ -313,17 +369,18 @@ class _DIFFormerBase(NeuralEstimatorBase):
             if not mc:
                 return self._graph_outputs[inputs.ids]
             inputs = self._inputs(inputs.ids.reshape(-1, 1), None, graph, reset=False)
-            mode = "joint"
-        m = self.module_
+            return self._joint_outputs(inputs)[0][inputs.ids]
         if mode == "joint":
-            out = m(inputs.x, inputs.adj) if inputs.adj is not None else m(inputs.x)
-            out = out.double().cpu().numpy()
+            out = self._joint_outputs(inputs)[0]
             return out if inputs.ids is None else out[inputs.ids]
+        m = self.module_
         chunk = self.batch_size or _PREDICT_CHUNK
         summaries = self._summaries_on_device()
-        out = [m.forward_inductive(inputs.rows(i, i + chunk), summaries, graph=self._has_graph)
-               for i in range(0, inputs.n, chunk)]  # chunks of rows, not samples
-        return torch.cat(out).double().cpu().numpy()
+        out = np.empty((inputs.n, self._n_network_outputs()))
+        for i in range(0, inputs.n, chunk):  # chunks of rows, not samples
+            z = m.forward_inductive(inputs.rows(i, i + chunk), summaries, graph=self._has_graph)
+            out[i:i + chunk] = z.double().cpu().numpy()
+        return out
 
     def _summaries_on_device(self):
         cached = self.__dict__.get("_device_summaries")
