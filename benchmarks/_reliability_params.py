@@ -124,7 +124,7 @@ def bad_values(est, param, cons, default):
                              ("object()", object()), ("nan", math.nan)):
             add(label, value, "error")
         return out
-    if None not in cons:
+    if None not in cons and "random_state" not in cons:  # random_state takes None
         add("None", None, "error")
     kinds = {c if isinstance(c, str) else type(c).__name__ for c in cons
              if c is not None and not isinstance(c, type)}

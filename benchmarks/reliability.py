@@ -265,6 +265,22 @@ def meta(argv, wall, workers, memory_gb, timeout_scale, n):
         timeout_scale=timeout_scale)
 
 
+def _merge(old, records, argv, wall):
+    """``old``'s records with those of ``records`` replaced (new ids appended, in the order of
+    the current probe list); the update is recorded in the metadata."""
+    current = [p.id for p in collect()]
+    by_id = {r["id"]: r for r in old["probes"]}
+    by_id.update({r["id"]: r for r in records})
+    merged = [by_id[i] for i in current if i in by_id]
+    m = dict(old["meta"])
+    m.setdefault("updates", []).append(dict(
+        command="OMP_NUM_THREADS=1 python benchmarks/reliability.py " + " ".join(
+            a for a in argv if not a.startswith("/")),
+        date=dt.date.today().isoformat(), n_probes=len(records), wall_s=round(wall)))
+    m["n_probes"] = len(merged)
+    return {"meta": m, "probes": merged}
+
+
 def print_report(records):
     t = tables(records)
     print()
@@ -317,7 +333,9 @@ def render(json_path, doc_path):
         f"torch {m['torch']}, scikit-learn {m['sklearn']}, numpy {m['numpy']}. "
         f"{m['n_probes']} probes in {m['wall_s'] / 60:.0f} min with {m['workers']} worker(s), "
         f"each under a {m['memory_limit_gb']:g} GB address-space limit and its own time limit "
-        f"(x{m['timeout_scale']:g}). Timings were taken on a shared, loaded machine.",
+        f"(x{m['timeout_scale']:g}). Timings were taken on a shared, loaded machine."
+        + "".join(f" Then `{u['command']}` ({u['date']}) re-ran {u['n_probes']} probes and "
+                  "replaced their records." for u in m.get("updates", [])),
         "",
         "## Outcomes",
         "",
@@ -413,6 +431,12 @@ def main(argv=None):
     p.add_argument("--doc", default=str(DEFAULT_DOC))
     p.add_argument("--render", action="store_true", help="only re-render --doc from --json")
     p.add_argument("--list", action="store_true", help="list the probes and exit")
+    p.add_argument("--update", action="store_true",
+                   help="run the selected probes and replace their records in --json (e.g. "
+                        "after a fix); the report says so")
+    p.add_argument("--bad", action="store_true",
+                   help="select the probes whose recorded outcome in --json is not ok or "
+                        "clear_error")
     p.add_argument("--scratch", default=None, help="parent folder of the probes' folders")
     args = p.parse_args(argv)
     if args.render:
@@ -420,6 +444,11 @@ def main(argv=None):
         print(f"wrote {args.doc}")
         return
     probes = collect(args.only, args.quick)
+    old = json.loads(Path(args.json).read_text()) if (args.update or args.bad) and \
+        Path(args.json).is_file() else None
+    if args.bad:
+        bad = {r["id"] for r in (old or {}).get("probes", []) if r["outcome"] in BAD}
+        probes = [pr for pr in probes if pr.id in bad]
     if args.list:
         for pr in probes:
             print(f"{pr.id}  [{pr.expect}]  {pr.call}")
@@ -429,10 +458,14 @@ def main(argv=None):
     records = run_probes(probes, workers=args.workers, memory_gb=args.memory_gb,
                          timeout_scale=args.timeout_scale, scratch=args.scratch)
     wall = time.time() - t0
-    print_report(records)
-    blob = {"meta": meta(argv, wall, args.workers, args.memory_gb, args.timeout_scale,
-                         len(records)),
-            "probes": records}
+    if args.update and old is not None:
+        blob = _merge(old, records, argv, wall)
+        print_report(blob["probes"])
+    else:
+        print_report(records)
+        blob = {"meta": meta(argv, wall, args.workers, args.memory_gb, args.timeout_scale,
+                             len(records)),
+                "probes": records}
     Path(args.json).parent.mkdir(parents=True, exist_ok=True)
     Path(args.json).write_text(json.dumps(blob, indent=1) + "\n")
     render(args.json, args.doc)
