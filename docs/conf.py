@@ -52,9 +52,6 @@ exclude_patterns = ["_build", "README.md", "auto_examples/*.ipynb",
                     "auto_examples/*.py", "auto_examples/*.zip", "**/*.codeobj.json"]
 default_role = "py:obj"  # `name` in a docstring links to the object
 pygments_style = "sphinx"
-# the toctree of the user guide includes optional pages (docs/scaling.md) by a glob that may
-# match nothing
-suppress_warnings = ["toc.empty_glob"]
 
 # -- MyST (Markdown pages) -----------------------------------------------------------------
 myst_enable_extensions = ["dollarmath", "amsmath", "colon_fence", "deflist", "attrs_inline"]
@@ -63,24 +60,38 @@ myst_heading_anchors = 3
 # -- autodoc, autosummary, numpydoc --------------------------------------------------------
 autosummary_generate = True
 autosummary_imported_members = True
-autodoc_default_options = {"inherited-members": False, "member-order": "groupwise"}
+autodoc_default_options = {"member-order": "groupwise"}
 autodoc_typehints = "none"  # the numpydoc sections carry the types
 numpydoc_show_class_members = False  # autosummary's class template lists the methods
 numpydoc_class_members_toctree = False
 numpydoc_xref_param_type = True
 # Types link through py roles only: an unresolved py reference renders as plain text, while
-# numpydoc's default :ref:/:term: links (bool, iterable, array_like, ...) would be errors in
-# a build whose inventories are unavailable.
+# numpydoc's default :ref:/:term: links (bool, array_like, ...) would be errors in a build
+# whose inventories are unavailable.
 numpydoc_xref_aliases = {
+    # numpydoc's defaults name the inventory ("python:int"), which renders as such when the
+    # inventory is not loaded; plain names resolve through any loaded inventory
+    "None": ":data:`None`",
+    "True": ":data:`True`",
+    "False": ":data:`False`",
+    "bool": "bool",
+    "boolean": "bool",
+    "int": "int",
+    "float": "float",
+    "str": "str",
+    "string": "str",
+    "list": "list",
+    "tuple": "tuple",
+    "dict": "dict",
+    "callable": ":func:`callable`",
+    "iterable": "collections.abc.Iterable",
+    "sequence": "collections.abc.Sequence",
+    "generator": "collections.abc.Generator",
+    "scalar": "numpy.generic",
+    "array": "numpy.ndarray",
     "ndarray": "numpy.ndarray",
-    "bool": ":class:`python:bool`",
-    "boolean": ":class:`python:bool`",
-    "iterable": ":class:`python:collections.abc.Iterable`",
-    "sequence": ":class:`python:collections.abc.Sequence`",
-    "generator": ":class:`python:collections.abc.Generator`",
-    "scalar": ":class:`numpy.generic`",
-    "array-like": ":class:`numpy.typing.ArrayLike`",
-    "array_like": ":class:`numpy.typing.ArrayLike`",
+    "array-like": "numpy.typing.ArrayLike",
+    "array_like": "numpy.typing.ArrayLike",
     "sparse matrix": "scipy.sparse.spmatrix",
     "RandomState": "numpy.random.RandomState",
     "Graph": "skdiff.Graph",
@@ -94,12 +105,11 @@ numpydoc_xref_aliases = {
 }
 numpydoc_xref_ignore = {"of", "shape", "default", "or", "optional", "in", "and", "with",
                         "n_samples", "n_features", "n_classes", "n_outputs", "n_rows",
-                        "n_nodes", "n", "L", "C", "k", "d", "D", "N", "T", "int", "float",
-                        "str", "bool", "dict", "list", "tuple", "callable", "None", "path",
+                        "n_nodes", "n", "L", "C", "k", "d", "D", "N", "T", "path",
                         "path-like", "object", "estimator", "instance", "function", "type"}
 
 # -- intersphinx ---------------------------------------------------------------------------
-# Inventories are fetched once and kept in Sphinx's cache under docs/_build/doctrees for
+# Inventories are fetched once and kept in Sphinx's cache in the build's doctree folder for
 # good (cache limit -1; ``rm -rf docs/_build`` refreshes them). A project whose inventory is
 # neither cached nor reachable is left out of the mapping for that build (see
 # docs/_ext/skdiff_docs.py: links to it render as plain names) instead of failing a

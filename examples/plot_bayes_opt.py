@@ -29,7 +29,7 @@ from skdiff import NDPRegressor
 from skdiff.bayes_opt import HARTMANN3_MIN, hartmann3, thompson_sampling
 
 bounds = [(0.0, 1.0)] * 3
-n_iter, seeds = 20, [0, 1, 2]
+n_iter, seeds = 15, [0, 1, 2]
 
 
 def model(name):

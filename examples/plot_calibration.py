@@ -82,22 +82,23 @@ def coverage(samples, y_true):
 
 
 rng = np.random.default_rng(0)
-t = np.arange(3000)
+t = np.arange(1800)
 noise_sd = 0.05 + 0.3 * (1 + np.sin(2 * np.pi * t / 24)) / 2
 series = np.sin(2 * np.pi * t / 24) + 0.5 * np.sin(2 * np.pi * t / 170) \
     + noise_sd * rng.normal(size=t.size)
 Xs, ys = make_windows(series, window=48, horizon=4)
-n_train = 2400
+n_train = 1400
 curves = {}
 for uncertainty in ("gaussian", "mc_dropout"):
-    reg = FlowformerRegressor(hidden_dim=32, n_layers=1, max_epochs=10, uncertainty=uncertainty,
+    reg = FlowformerRegressor(hidden_dim=16, n_heads=2, n_layers=1, patch_len=4,
+                              max_epochs=8, uncertainty=uncertainty,
                               random_state=0).fit(Xs[:n_train], ys[:n_train])
-    s = reg.sample_posterior(Xs[n_train:], n_samples=200, random_state=0)  # (n, 4, 200)
+    s = reg.sample_posterior(Xs[n_train:], n_samples=100, random_state=0)  # (n, 4, 100)
     curves[f"FlowformerRegressor, {uncertainty}"] = coverage(s, ys[n_train:])
 
 # %%
-# NDP: 8 functions drawn from a Matérn-5/2 GP, 12 context points and 48 targets each.
-draws = make_gp_functions(8, 60, kernel="matern52", lengthscale=0.5, random_state=0)
+# NDP: 6 functions drawn from a Matérn-5/2 GP, 12 context points and 48 targets each.
+draws = make_gp_functions(6, 60, kernel="matern52", lengthscale=0.5, random_state=0)
 hits = []
 for Xf, yf in zip(draws.X, draws.y):
     ndp = NDPRegressor(x_bounds=(-2, 2), random_state=0).fit(Xf[:12], yf[:12])

@@ -31,8 +31,8 @@ print(g)
 cv = StratifiedKFold(3, shuffle=True, random_state=0)
 
 search = GridSearchCV(
-    DIFFormerClassifier(n_layers=2, max_epochs=100, random_state=0),
-    {"hidden_dim": [32, 64], "graph_weight": [None, 0.0]},
+    DIFFormerClassifier(n_layers=2, max_epochs=60, random_state=0),
+    {"hidden_dim": [16, 32], "graph_weight": [None, 0.0]},
     cv=cv,
 )
 search.fit(g.node_ids(), y, graph=g)

@@ -11,6 +11,8 @@
   needs a sentence (:mod:`docstring_check`); a gap outside the list of known gaps is a
   warning, and so is a listed gap that has been fixed.
 * **benchmark tables**: the ``benchmark`` directive (:mod:`skdiff_benchmarks`).
+* **optional pages**: a toctree entry of :data:`OPTIONAL_PAGES` whose page does not exist
+  is left out of the toctree (``docs/scaling.md``).
 * ``reset_torch``: sphinx-gallery's per-example reset (one torch thread, as the examples
   assume on a shared machine).
 """
@@ -31,6 +33,17 @@ logger = logging.getLogger(__name__)
 HERE = Path(__file__).resolve().parent
 API_MODULES = ("skdiff", "skdiff.callbacks", "skdiff.datasets", "skdiff.bayes_opt", "skdiff.nn",
                "skdiff.diffusion")
+
+
+#: toctree entries (``/docname`` lines) kept only when their page exists
+OPTIONAL_PAGES = {"user_guide/index": ["scaling"]}
+
+
+def _drop_missing_pages(app, docname, source):
+    for page in OPTIONAL_PAGES.get(docname, []):
+        if not any((Path(app.srcdir) / f"{page}{ext}").is_file() for ext in (".md", ".rst")):
+            source[0] = "\n".join(line for line in source[0].splitlines()
+                                  if line.strip() != f"/{page}") + "\n"
 
 
 def reset_torch(gallery_conf, fname):
@@ -114,5 +127,6 @@ def setup(app):
 
     app.connect("config-inited", _prune_intersphinx, priority=100)
     app.connect("builder-inited", _check_api)
+    app.connect("source-read", _drop_missing_pages)
     setup_benchmarks(app)
     return {"parallel_read_safe": True, "parallel_write_safe": True}
