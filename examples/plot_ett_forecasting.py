@@ -24,7 +24,7 @@ from sklearn.linear_model import Ridge
 from skdiff import FlowformerRegressor
 from skdiff.datasets import fetch_ett, get_data_home, make_windows
 
-parser = argparse.ArgumentParser(description=__doc__.strip().splitlines()[0])
+parser = argparse.ArgumentParser(description="Forecast ETTh1 with FlowformerRegressor.")
 parser.add_argument("--data-home", default=str(get_data_home()),
                     help="where the ETT files are cached (default: %(default)s)")
 args, _ = parser.parse_known_args()

@@ -70,6 +70,11 @@ def _s(x, fmt=".2f"):
     return "–" if x is None else f"{x:{fmt}}"
 
 
+def _secs(x):
+    """Seconds: one decimal from a second up, two significant digits below."""
+    return "–" if x is None else f"{x:.1f}" if x >= 1 else f"{x:.2g}"
+
+
 # -- DIFFormer -------------------------------------------------------------------------------
 CORA_PAPER = {"DIFFormer-s": "85.9 ± 0.4", "DIFFormer-a": "84.1 ± 0.6"}
 
@@ -80,12 +85,12 @@ def _cora(doc):
         family = next((k for k in CORA_PAPER if r["model"].startswith(k)), None)
         paper = CORA_PAPER.get(family, "–") if r["split"] == "official" else "–"
         rows.append([r["split"], r["model"], _mean_sd(r["accuracy"], ".1f", 100), paper,
-                     _s(r.get("seconds"), ".0f")])
+                     _secs(r.get("seconds"))])
     return ["split", "model", "test accuracy (%)", "paper (%)", "s per fit"], rows
 
 
 def _digits(doc):
-    rows = [[r["model"], _mean_sd(r["accuracy"], ".1f", 100), _s(r.get("seconds"), ".1f")]
+    rows = [[r["model"], _mean_sd(r["accuracy"], ".1f", 100), _secs(r.get("seconds"))]
             for r in doc["rows"]]
     return ["model", "accuracy on the unlabelled rows (%)", "s per fit"], rows
 
@@ -94,7 +99,7 @@ def _difformer_regression(doc):
     names = {"difformer": "DIFFormerRegressor (defaults)", "ridge": "RidgeCV on the features",
              "ridge_2hop": "RidgeCV on 2-hop propagated features (SGC)"}
     rows = [[str(r["n"]), f"{r['labelled']:.0%}", names.get(r["method"], r["method"]),
-             f"{r['r2_mean']:.3f} ± {r['r2_std']:.3f}", _s(r["seconds"], ".1f")]
+             f"{r['r2_mean']:.3f} ± {r['r2_std']:.3f}", _secs(r["seconds"])]
             for r in doc["rows"]]
     return ["nodes", "labelled", "method", "R² on unlabelled nodes", "s per fit"], rows
 
@@ -203,7 +208,7 @@ def _bayes_opt(doc):
         cells = [f"{a[:, 2 + k].mean():.3f} ± {a[:, 2 + k].std(ddof=1) / np.sqrt(len(a)):.3f}"
                  for k in marks]
         rows.append([names.get(method, method), *cells,
-                     _s(doc.get("seconds_per_run", {}).get(method), ".1f")])
+                     _secs(doc.get("seconds_per_run", {}).get(method))])
     return ["method", *[f"regret after {k}" for k in marks], "s per run"], rows
 
 
