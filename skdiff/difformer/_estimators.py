@@ -628,9 +628,9 @@ class DIFFormerRegressor(RegressorTask, _DIFFormerBase):
     ----------
     n_outputs_ : int
         Columns of ``y`` (1 for 1-D ``y``).
-    y_mean_, y_scale_ : ndarray of shape (n_outputs_,)
+    y_mean_, y_scale_ : ndarray of shape (n_outputs,)
         Standardisation of ``y`` (over the labelled rows).
-    transduction_ : ndarray of shape (n_fitted_rows,) or (n_fitted_rows, n_outputs_)
+    transduction_ : ndarray of shape (n_fitted_rows,) or (n_fitted_rows, n_outputs)
         Predicted value of every row seen in ``fit`` (every node in graph mode).
     %(input_attributes)s
     init_scores_ : ndarray of shape (n_init,)

@@ -141,7 +141,7 @@ class NDPRegressor(RegressorMixin, EstimatorBase):
     noise_variance_ : float
         The prior's observation-noise variance in the units of ``y``.
     n_features_in_ : int
-    feature_names_in_ : ndarray of shape (n_features_in_,)
+    feature_names_in_ : ndarray of shape (n_features,)
     device_ : str
     seed_ : int
 
