@@ -197,7 +197,9 @@ def main(argv=None):
     print(f"{'ceiling':12s} {'':6s} {c['loglik']:8.3f} {'':16s} {c['expected']:9.3f}")
     if args.json:
         with open(args.json, "w") as fh:
-            json.dump({"args": vars(args), "results": results, "ceiling_per_task": ceiling},
+            # the cache folder is a local path: recorded only as whether one was used
+            recorded = {**vars(args), "cache_dir": "<cache-dir>" if args.cache_dir else None}
+            json.dump({"args": recorded, "results": results, "ceiling_per_task": ceiling},
                       fh, indent=2)
 
 

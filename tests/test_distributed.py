@@ -1,6 +1,7 @@
 """Beyond one process: searches on a Dask cluster, inference spread over its workers,
 Ray's joblib backend, and data-parallel training with Hugging Face Accelerate."""
 
+import builtins
 import json
 import os
 import pickle
@@ -118,6 +119,7 @@ def test_search_with_rays_joblib_backend_matches_one_process():
     estimator, grid, data = SEARCHES[0]
     X, y = data()
     local = GridSearchCV(estimator, grid, cv=3, n_jobs=1).fit(X, y)
+    builtin_print = builtins.print  # ray.init replaces it (worker logs go to the driver)
     ray.init(num_cpus=2, include_dashboard=False,
              runtime_env={"env_vars": {"PYTHONPATH": PACKAGE_PARENT}})
     try:
@@ -126,6 +128,7 @@ def test_search_with_rays_joblib_backend_matches_one_process():
             spread = GridSearchCV(estimator, grid, cv=3, n_jobs=-1).fit(X, y)
     finally:
         ray.shutdown()
+        builtins.print = builtin_print  # else later pickles of skorch's print sink fail
     np.testing.assert_array_equal(spread.cv_results_["mean_test_score"],
                                   local.cv_results_["mean_test_score"])
 

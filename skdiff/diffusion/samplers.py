@@ -324,8 +324,9 @@ def conditional_sample(eps_model, schedule: NoiseSchedule, x_context, y_context,
     ========================  =====  ==========================
     sampler                   evals  difference to DDPM-500 U=5
     ========================  =====  ==========================
-    32 cubic steps, U = 4      141   MARGIN_C32
-    20 quadratic steps, U = 4   96   MARGIN_Q20
+    DDPM-500, U = 5            2995   0 (0.222 nats per point)
+    32 cubic steps, U = 4      141   −0.020 ± 0.018
+    20 quadratic steps, U = 4   96   −0.079 ± 0.016
     ========================  =====  ==========================
 
     With the network, the sample covariance near the observation-noise floor is right only

@@ -71,11 +71,15 @@ class NDPRegressor(RegressorMixin, EstimatorBase):
         Use the shipped weights. ``False`` trains a prior of this configuration (minutes;
         cached in ``cache_dir``).
     sampler : {"fast", "ddpm"}, default="fast"
-        ``"fast"``: ``n_sampling_steps`` strided steps (quadratic spacing) with RePaint
-        resampling; ``"ddpm"``: the paper's sampler over all ``T`` levels.
-    n_sampling_steps : int, default=20
+        ``"fast"``: ``n_sampling_steps`` strided steps (cubic spacing: small steps at the
+        lowest noise levels, where the posterior's fine structure is resolved) with RePaint
+        resampling; ``"ddpm"``: the paper's sampler over all ``T`` levels (about 20 times
+        slower). On the paper's interpolation tasks the fast sampler is within
+        0.02 ± 0.02 nats per point of the paper's (:func:`skdiff.diffusion.conditional_sample`).
+    n_sampling_steps : int, default=32
         Reverse steps of the fast sampler (network evaluations per call:
-        ``(n_sampling_steps - 1) * (n_resample + 1) + 1``).
+        ``(n_sampling_steps - 1) * (n_resample + 1) + 1`` less the levels the cubic spacing
+        merges at the bottom: 141 at the defaults, against 2995 for ``"ddpm"``).
     n_resample : int, default=4
         RePaint resampling repeats ``U`` per step (the paper uses 5 with ``"ddpm"``).
     n_samples : int, default=64
@@ -199,7 +203,7 @@ class NDPRegressor(RegressorMixin, EstimatorBase):
         "callbacks": [list, tuple, None],
     }
 
-    def __init__(self, *, prior="gp", pretrained=True, sampler="fast", n_sampling_steps=20,
+    def __init__(self, *, prior="gp", pretrained=True, sampler="fast", n_sampling_steps=32,
                  n_resample=4, n_samples=64, x_bounds=None, x_margin=0.9, predict_noise=True,
                  normalize_y=True, max_context=128, predict_batch_size=64, hidden_dim=None,
                  n_layers=None, n_heads=None, max_epochs=20, steps_per_epoch=250, lr=1e-3,
@@ -362,12 +366,18 @@ class NDPRegressor(RegressorMixin, EstimatorBase):
 
         return eps
 
+    def _levels_kwargs(self):
+        """The sampler's levels: all ``T`` (``"ddpm"``) or ``n_sampling_steps`` cubic ones."""
+        if self.sampler == "ddpm":
+            return {"n_steps": None}
+        return {"n_steps": self.n_sampling_steps, "spacing": "cubic"}
+
     def _sample_std(self, Zc, Z, n_samples, seed):
         """Joint standardised posterior samples at mapped inputs ``Z`` given the mapped
         context ``Zc``: (n_X, n_samples)."""
         dev = self.device_
         kwargs = dict(n_samples=int(n_samples), n_resample=self.n_resample, eta=1.0,
-                      n_steps=None if self.sampler == "ddpm" else self.n_sampling_steps)
+                      **self._levels_kwargs())
         with torch_seed(seed, dev), torch.no_grad(), self._threads():
             xc = torch.as_tensor(Zc, dtype=torch.float32, device=dev)
             yc = torch.as_tensor(self.y_train_, dtype=torch.float32, device=dev)
@@ -423,7 +433,7 @@ class NDPRegressor(RegressorMixin, EstimatorBase):
             ys = prior_sample(
                 self._eps_model(), self.schedule_,
                 torch.as_tensor(Z, dtype=torch.float32, device=dev), n_samples=n_samples,
-                n_steps=None if self.sampler == "ddpm" else self.n_sampling_steps)
+                **self._levels_kwargs())
         return ys.squeeze(-1).T.double().cpu().numpy() * self.y_std_ + self.y_mean_
 
     # -- predict ---------------------------------------------------------------------------
