@@ -223,7 +223,18 @@ def resample_path(levels, n_resample, jump_length=1):
 
 
 def n_evaluations(path):
-    """Network evaluations of a level path (its decreasing moves)."""
+    """Network evaluations of a level path (its decreasing moves).
+
+    Parameters
+    ----------
+    path : sequence of int
+        Levels visited, as returned by :func:`resample_path`.
+
+    Returns
+    -------
+    n : int
+        The number of reverse steps along ``path``, one network evaluation each.
+    """
     return sum(1 for a, b in zip(path, path[1:]) if b < a)
 
 
@@ -321,13 +332,13 @@ def conditional_sample(eps_model, schedule: NoiseSchedule, x_context, y_context,
     moment-matched to 128 samples, in expectation over the held-out targets (the paper's metric
     without the noise of the single target draw):
 
-    ========================  =====  ==========================
-    sampler                   evals  difference to DDPM-500 U=5
-    ========================  =====  ==========================
-    DDPM-500, U = 5            2995   0 (0.222 nats per point)
-    32 cubic steps, U = 4      141   −0.020 ± 0.018
-    20 quadratic steps, U = 4   96   −0.079 ± 0.016
-    ========================  =====  ==========================
+    ==========================  =====  ==========================
+    sampler                     evals  difference to DDPM-500 U=5
+    ==========================  =====  ==========================
+    DDPM-500, U = 5              2995  0 (0.222 nats per point)
+    32 cubic steps, U = 4         141  −0.020 ± 0.018
+    20 quadratic steps, U = 4      96  −0.079 ± 0.016
+    ==========================  =====  ==========================
 
     With the network, the sample covariance near the observation-noise floor is right only
     with small steps at the lowest levels (20 quadratic steps under-disperse it by about 14 %),
