@@ -17,7 +17,7 @@ Features are row-normalised (``sklearn.preprocessing.normalize(norm="l1")``), as
 code's ``NormalizeFeatures``. LabelSpreading uses the Cora adjacency as its kernel, ``alpha``
 chosen on the validation nodes.
 
-Run: ``python benchmarks/cora.py [--seeds 5] [--data-home ../shared/data] [--models s,a]
+Run: ``python benchmarks/cora.py [--seeds 5] [--data-home DIR] [--models s,a]
 [--splits public,official,numpy] [--set max_epochs=1000 ...] [--device cuda]``
 (``--models s0`` = the estimator's defaults; ``--set`` overrides recipe parameters of every
 model, values read as Python literals).

@@ -12,7 +12,7 @@ for Flowformer also the coverage of the central 90 % predictive interval on the 
 Neural models and ridge see every ``--train-stride``-th training window (default 1: all of
 them); validation and test use every window. Neural models run once per ``--seeds`` entry;
 the table reports mean +- standard deviation over the seeds. Run (one torch thread):
-    OMP_NUM_THREADS=1 python benchmarks/ett_forecast.py --data-home ../shared/data --threads 1
+    OMP_NUM_THREADS=1 python benchmarks/ett_forecast.py --data-home DIR --threads 1
 """
 
 from __future__ import annotations

@@ -1,6 +1,6 @@
 """GPU smoke test: fit and predict every estimator on CUDA, compare with CPU, time it.
 
-    python benchmarks/gpu_smoke.py [--data-home ../shared/data] [--device cpu] [--save FILE]
+    python benchmarks/gpu_smoke.py [--data-home DIR] [--device cpu] [--save FILE]
                                    [--results-dir DIR]
     python benchmarks/gpu_smoke.py --check-pickle FILE    # on a CPU-only machine
 
