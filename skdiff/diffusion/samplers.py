@@ -287,7 +287,7 @@ def prior_sample(eps_model, schedule: NoiseSchedule, x, *, n_samples=1, n_steps=
 
 def conditional_sample(eps_model, schedule: NoiseSchedule, x_context, y_context, x_target, *,
                        n_samples=1, n_resample=5, n_steps=None, eta=1.0,
-                       spacing="quadratic", jump_length=1):
+                       spacing="quadratic", jump_length=1, progress=False):
     """Joint samples at ``x_target`` given the context, by RePaint conditioning.
 
     Parameters
@@ -313,6 +313,8 @@ def conditional_sample(eps_model, schedule: NoiseSchedule, x_context, y_context,
     jump_length : int, default=1
         Grid positions the targets jump back when resampling (:func:`resample_path`); 1 is the
         NDP paper's one-step resampling.
+    progress : bool, default=False
+        Show a ``tqdm`` bar over the network evaluations (on standard error).
 
     Returns
     -------
@@ -381,6 +383,14 @@ def conditional_sample(eps_model, schedule: NoiseSchedule, x_context, y_context,
         eps = eps_model(x_all, y_all, tt, None)
         return ddim_step(schedule, eps, y_all, t, s, eta=eta)[:, C:]  # keep the targets
 
-    for t, s in zip(path, path[1:]):
-        y = reverse(y, t, s) if s < t else schedule.q_jump(y, t, s)
+    from tqdm.auto import tqdm
+
+    with tqdm(total=n_evaluations(path), desc="sampling", unit="eval", leave=False,
+              disable=not progress) as bar:
+        for t, s in zip(path, path[1:]):
+            if s < t:
+                y = reverse(y, t, s)
+                bar.update()
+            else:
+                y = schedule.q_jump(y, t, s)
     return y

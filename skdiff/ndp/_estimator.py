@@ -124,6 +124,9 @@ class NDPRegressor(RegressorMixin, EstimatorBase):
         Seeds prior training and ``predict``'s Monte Carlo noise: a fitted estimator's
         ``predict`` is deterministic.
     verbose : int, default=0
+        ``1``: a progress bar over the sampler's network evaluations in ``predict`` and
+        ``sample_posterior`` (one per block of query points) and over the epochs of prior
+        training; ``2``: prior training's epoch table instead. ``0`` prints nothing.
     callbacks : list of skorch callbacks, default=None
         Extra callbacks for prior training.
 
@@ -377,7 +380,7 @@ class NDPRegressor(RegressorMixin, EstimatorBase):
         context ``Zc``: (n_X, n_samples)."""
         dev = self.device_
         kwargs = dict(n_samples=int(n_samples), n_resample=self.n_resample, eta=1.0,
-                      **self._levels_kwargs())
+                      progress=bool(self.verbose), **self._levels_kwargs())
         with torch_seed(seed, dev), torch.no_grad(), self._threads():
             xc = torch.as_tensor(Zc, dtype=torch.float32, device=dev)
             yc = torch.as_tensor(self.y_train_, dtype=torch.float32, device=dev)

@@ -238,3 +238,14 @@ def test_prior_from_a_weights_file_or_folder(tmp_path, data):
     (tmp_path / "se_d1.pt").write_bytes(b"corrupt")
     with pytest.raises(ValueError, match="Checksum mismatch"):
         NDPRegressor(prior=tmp_path / "se_d1.pt").fit(Xc, yc)
+
+
+def test_sampling_progress_only_with_verbose(fitted, data, capfd):
+    X, y, Xq, _ = data
+    fitted.sample_posterior(Xq[:4], n_samples=3, random_state=0)
+    assert capfd.readouterr() == ("", "")
+    loud = clone(fitted).set_params(verbose=1).fit(X, y)
+    capfd.readouterr()
+    loud.sample_posterior(Xq[:4], n_samples=3, random_state=0)
+    out, err = capfd.readouterr()
+    assert out == "" and "sampling" in err and "eval" in err
