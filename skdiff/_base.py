@@ -91,7 +91,7 @@ TRAINING_PARAMETER_CONSTRAINTS: dict = {
     "lr": [Interval(numbers.Real, 0, None, closed="neither")],
     "weight_decay": [Interval(numbers.Real, 0, None, closed="left")],
     "batch_size": [Interval(numbers.Integral, 1, None, closed="left"), None],
-    "early_stopping": ["boolean"],
+    "early_stopping": ["boolean", StrOptions({"auto"})],
     "validation_fraction": [Interval(numbers.Real, 0, 1, closed="neither")],
     "n_iter_no_change": [Interval(numbers.Integral, 1, None, closed="left")],
     "n_init": [Interval(numbers.Integral, 1, None, closed="left")],
@@ -170,6 +170,12 @@ def resolve_device(device) -> str:
 
 
 #: torch dtype of each ``mixed_precision`` setting
+#: ``early_stopping="auto"`` holds out validation rows only from this many candidate
+#: (labelled) rows on, as ``HistGradientBoostingClassifier`` does: below it a validation
+#: split stops on noise more often than it saves epochs, and ``max_epochs`` with weight
+#: decay generalises better.
+AUTO_EARLY_STOPPING_ROWS = 10_000
+
 _AUTOCAST = {None: None, "bf16": torch.bfloat16, "fp16": torch.float16}
 
 
@@ -581,13 +587,17 @@ class NeuralEstimatorBase(EstimatorBase):
         class has too few rows.
         """
         rows = np.asarray(data.rows)
+        self.early_stopping_ = self.early_stopping
+        if self.early_stopping == "auto":  # given validation rows are meant to be used
+            self.early_stopping_ = (data.valid_rows is not None
+                                    or rows.size >= AUTO_EARLY_STOPPING_ROWS)
         empty = np.empty(0, dtype=np.int64)
         if data.valid_rows is not None:
             valid = np.intersect1d(data.valid_rows, rows)
             return np.setdiff1d(rows, valid), valid
         n = rows.size
         n_val = math.ceil(self.validation_fraction * n)
-        if not self.early_stopping or n_val < 1 or n - n_val < 1:
+        if not self.early_stopping_ or n_val < 1 or n - n_val < 1:
             return rows, empty
         if self._split_policy == "last":
             return rows[:n - n_val], rows[n - n_val:]
@@ -652,7 +662,7 @@ class NeuralEstimatorBase(EstimatorBase):
     def _callbacks(self, *, monitor, lower_is_better, extra=()):
         cbs = [("finite_loss", FiniteLossGuard())]
         cbs += list(extra)
-        if self.early_stopping:
+        if self.early_stopping_:
             cbs.append((
                 "early_stopping",
                 EarlyStopping(
@@ -772,7 +782,7 @@ class NeuralEstimatorBase(EstimatorBase):
         losses = np.array([row["train_loss"] for row in history])
         kept = len(losses) - 1
         key, lower = self._monitor()
-        if self.early_stopping and all(key in row for row in history):
+        if self.early_stopping_ and all(key in row for row in history):
             scores = np.array([row[key] for row in history])
             kept = int(np.argmin(scores) if lower else np.argmax(scores))
         # an epoch's training loss is measured while it trains, i.e. mostly on the weights

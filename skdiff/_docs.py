@@ -38,12 +38,16 @@ lr : float
     Adam learning rate.
 weight_decay : float
     Adam L2 penalty on the weights.
-early_stopping : bool
+early_stopping : bool or "auto"
     Hold out ``validation_fraction`` of the labelled rows (how: see the class
     description), stop after ``n_iter_no_change`` epochs without a better validation
     score and restore the weights of the best epoch (skorch's
     ``EarlyStopping(load_best=True)``). With too few rows for a validation split the
-    training loss is monitored instead.
+    training loss is monitored instead. ``"auto"`` (as in
+    :class:`~sklearn.ensemble.HistGradientBoostingClassifier`): on from 10,000 labelled
+    rows or with given validation rows, off otherwise, where a validation split stops on
+    noise more often than it saves epochs and ``max_epochs`` with weight decay generalises
+    better; ``early_stopping_`` holds the value used.
 validation_fraction : float in (0, 1)
     Fraction of the candidate rows held out for early stopping, rounded up (as
     :func:`~sklearn.model_selection.train_test_split`). Ignored without

@@ -548,7 +548,7 @@ class DIFFormerClassifier(ClassifierTask, _DIFFormerBase):
                  hidden_dim=64, n_heads=1, alpha=0.5, dropout=0.2, graph_weight=None,
                  value_projection=False, attention_scope="all", block_size=1024, unlabelled=-1,
                  class_weight=None, max_epochs=300, lr=1e-2, weight_decay=5e-3, batch_size=None,
-                 early_stopping=True, validation_fraction=0.1, n_iter_no_change=50, n_init=1,
+                 early_stopping="auto", validation_fraction=0.1, n_iter_no_change=50, n_init=1,
                  warm_start=False, device="auto", n_threads=None, mixed_precision=None,
                  accelerator=None, random_state=None, verbose=0, callbacks=None):
         self._init_params(locals())
@@ -668,7 +668,7 @@ class DIFFormerRegressor(RegressorTask, _DIFFormerBase):
     def __init__(self, *, feature_scaling="auto", kernel="simple", qk_norm="global", n_layers=4,
                  hidden_dim=64, n_heads=1, alpha=0.5, dropout=0.2, graph_weight=None,
                  value_projection=False, attention_scope="all", block_size=1024, max_epochs=300,
-                 lr=1e-2, weight_decay=5e-3, batch_size=None, early_stopping=True,
+                 lr=1e-2, weight_decay=5e-3, batch_size=None, early_stopping="auto",
                  validation_fraction=0.1, n_iter_no_change=50, n_init=1, warm_start=False,
                  device="auto", n_threads=None, mixed_precision=None, accelerator=None,
                  random_state=None, verbose=0, callbacks=None):

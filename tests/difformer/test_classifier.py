@@ -252,3 +252,21 @@ def test_bad_inputs_are_clear_errors(planted):
         Graph(X, A * np.nan)
     with pytest.raises(ValueError, match="'n_samples' must be an integer >= 1"):
         clf.fit(X, y).sample_posterior(X, n_samples=0)
+
+
+def test_early_stopping_auto_needs_many_labelled_rows_or_given_validation_rows(
+        planted, monkeypatch):
+    import skdiff._base
+
+    X, y, A = planted
+    kw = dict(FAST, max_epochs=3, random_state=0)
+    auto = DIFFormerClassifier(**kw).fit(X, y, adjacency=A)
+    assert auto.early_stopping_ is False and "valid_loss" not in auto.history_[-1]
+    on = DIFFormerClassifier(**kw, early_stopping=True).fit(X, y, adjacency=A)
+    assert on.early_stopping_ is True and "valid_loss" in on.history_[-1]
+    mask = np.arange(len(y)) % 5 == 0
+    given = DIFFormerClassifier(**kw).fit(X, y, adjacency=A, validation_mask=mask)
+    assert given.early_stopping_ is True and "valid_loss" in given.history_[-1]
+    monkeypatch.setattr(skdiff._base, "AUTO_EARLY_STOPPING_ROWS", len(y))
+    many = DIFFormerClassifier(**kw).fit(X, y, adjacency=A)
+    assert many.early_stopping_ is True and "valid_loss" in many.history_[-1]
