@@ -17,6 +17,7 @@ import contextlib
 import os
 import tempfile
 import uuid
+from copy import deepcopy
 from pathlib import Path
 
 import numpy as np
@@ -24,6 +25,7 @@ import torch
 from sklearn.utils import check_random_state
 from skorch import NeuralNet
 from skorch.callbacks import Callback, EarlyStopping
+from skorch.dataset import get_len
 from skorch.hf import AccelerateMixin
 
 __all__ = [
@@ -112,6 +114,36 @@ class FiniteLossGuard(Callback):
                 f"(currently {net.lr}), raise 'weight_decay', or check the inputs for extreme "
                 "values."
             )
+
+
+class StartAsEpochZero(Callback):
+    """Offer the network as it starts to early stopping, as an epoch 0.
+
+    Its validation loss is measured before the first update and becomes early stopping's
+    score to beat; when no epoch beats it, early stopping restores the starting weights.
+    For a network that starts at a fitted solution (the Flowformer's ridge skip with a zero
+    encoder head), training can then only keep or improve the start's validation loss.
+    """
+
+    def on_train_begin(self, net, **kwargs):
+        self.pending_ = True  # early stopping resets itself here, in any callback order
+
+    def on_epoch_begin(self, net, dataset_valid=None, **kwargs):
+        if not getattr(self, "pending_", False):
+            return
+        self.pending_ = False
+        stopper = next((cb for _, cb in net.callbacks_ if isinstance(cb, EarlyStopping)), None)
+        if stopper is None or stopper.monitor != "valid_loss" or not stopper.load_best:
+            return
+        if dataset_valid is None or len(dataset_valid) == 0:
+            return
+        total = count = 0.0
+        for batch in net.get_iterator(dataset_valid, training=False):
+            n = get_len(batch[0])  # weighted by batch size, as skorch's epoch valid_loss
+            total += float(net.validation_step(batch)["loss"]) * n
+            count += n
+        stopper.dynamic_threshold_ = stopper._calc_new_threshold(total / count)
+        stopper.best_model_weights_ = deepcopy(net.module_.state_dict())
 
 
 class EpochProgress(Callback):

@@ -28,41 +28,48 @@ def check_ragged(X):
 
 
 #: Ridge penalties (times the number of rows) tried for the skip on the validation rows.
-RIDGE_PENALTIES = (1e-4, 1e-3, 1e-2, 1e-1, 1.0)
+RIDGE_PENALTIES = (1e-6, 1e-5, 1e-4, 1e-3, 1e-2, 1e-1, 1.0)
+
+
+def _centred(F_all, ys, w_all, rows):
+    """Weighted means, centred features and targets, normalised weights, and the ridge's
+    normal equations (Gram matrix, right-hand side) over ``rows``."""
+    F, y, w = F_all[rows], ys[rows], w_all[rows] / w_all[rows].sum()
+    f_mean, y_mean = w @ F, w @ y
+    Fc, yc = F - f_mean, y - y_mean
+    return f_mean, y_mean, Fc, yc, w, Fc.T @ (w[:, None] * Fc), Fc.T @ (w[:, None] * yc)
 
 
 def ridge_skip(F_all, ys, train, valid, n_skip_outputs, weights=None):
     """Closed-form ridge start of the instance-norm linear skip.
 
     ``F_all`` (n, f) are the skip's features of every row and ``ys`` (n, k) the standardised
-    targets; the ridge is fitted on the rows ``train``, weighted by ``weights`` (n,) when
-    given. The penalty is ``1e-3 n`` or, with validation rows, the one of
-    ``n * RIDGE_PENALTIES`` with the lowest (weighted) validation MSE (the window features
-    of many channels need a strong penalty). Returns ``(weight, bias)`` of shapes
-    (n_skip_outputs, f) and (n_skip_outputs,): the first k rows hold the ridge solution;
-    with a Gaussian head (``n_skip_outputs == 2k``) the last k biases start at the inverse
-    softplus of the ridge's residual variance.
+    targets, rows weighted by ``weights`` (n,) when given. Without validation rows the ridge
+    is fitted on the rows ``train`` with the penalty ``1e-3 n``. With them, the penalty is
+    the one of ``n * RIDGE_PENALTIES`` whose fit on ``train`` has the lowest (weighted)
+    validation MSE (the window features of many channels need a strong penalty), and the
+    ridge is refitted with it on the training and validation rows, as ``RidgeCV`` refits:
+    in forecasting the validation rows are the latest windows, the ones a linear forecast
+    extrapolates from. Returns ``(weight, bias)`` of shapes (n_skip_outputs, f) and
+    (n_skip_outputs,): the first k rows hold the ridge solution; with a Gaussian head
+    (``n_skip_outputs == 2k``) the last k biases start at the inverse softplus of the
+    ridge's residual variance.
     """
     w_all = np.ones(len(F_all)) if weights is None else np.asarray(weights, dtype=np.float64)
-    F, ytr, w = F_all[train], ys[train], w_all[train] / w_all[train].sum()
-    f_mean, y_mean = w @ F, w @ ytr
-    Fc, yc = F - f_mean, ytr - y_mean
-    k = ys.shape[1]
-    gram, rhs = Fc.T @ (w[:, None] * Fc), Fc.T @ (w[:, None] * yc)
-    eye = np.eye(F.shape[1])
-
-    def solve(alpha):
-        return np.linalg.solve(gram + alpha * eye, rhs)
-
-    if valid is None or len(valid) == 0:
-        W = solve(1e-3)
-    else:
+    eye = np.eye(F_all.shape[1])
+    f_mean, y_mean, Fc, yc, w, gram, rhs = _centred(F_all, ys, w_all, train)
+    alpha = 1e-3
+    if valid is not None and len(valid):
         Fv, yv, wv = F_all[valid] - f_mean, ys[valid] - y_mean, w_all[valid]
-        W = min((solve(a) for a in RIDGE_PENALTIES),
-                key=lambda b: wv @ ((Fv @ b - yv) ** 2).mean(1))
+        alpha = min(RIDGE_PENALTIES, key=lambda a: wv @ (
+            (Fv @ np.linalg.solve(gram + a * eye, rhs) - yv) ** 2).mean(1))
+        f_mean, y_mean, Fc, yc, w, gram, rhs = _centred(F_all, ys, w_all,
+                                                        np.concatenate([train, valid]))
+    W = np.linalg.solve(gram + alpha * eye, rhs)
     b = y_mean - f_mean @ W
     resid = np.maximum(w @ (yc - Fc @ W) ** 2, 1e-4)
-    weight = np.zeros((n_skip_outputs, F.shape[1]))
+    k = ys.shape[1]
+    weight = np.zeros((n_skip_outputs, F_all.shape[1]))
     bias = np.zeros(n_skip_outputs)
     weight[:k], bias[:k] = W.T, b
     if n_skip_outputs == 2 * k:  # Gaussian head: inverse softplus of the residual variance

@@ -23,6 +23,7 @@ from .._base import (
 )
 from .._checks import check_sample_weight, check_target_length, fit_scale
 from .._docs import fill_doc, parse_docs
+from .._engine import StartAsEpochZero
 from .._graph import check_adjacency
 from .._tasks import ClassifierTask, RegressorTask
 from ..nn.flowformer import Flowformer
@@ -67,17 +68,22 @@ instance_norm : bool
     the window's statistics (``skip``), started at its ridge solution on the training
     rows with the penalty chosen on the validation rows. An skdiff addition that helps
     on non-stationary series.
-skip : {"level", "window"}
+skip : {"auto", "level", "window"}
     Features of the linear skip (with ``instance_norm``): ``"level"``, the per-channel
     [mean, std, last value], trained with the network; ``"window"``, those plus every
     input value: a ridge autoregression on the whole window, kept fixed at its validated
-    ridge solution, so the encoder learns the residual of a linear forecast.
-    ``"window"`` fixes the sequence length.
-patch_len : int or None
+    ridge solution, so the encoder learns the residual of a linear forecast: the
+    regressor's choice, which starts every fit from the ridge forecast a user would
+    otherwise fit. ``"auto"``: ``"window"`` for the regressor, ``"level"`` for the
+    classifier (``skip_`` holds the value used).
+patch_len : int, "auto" or None
     ``None``: one token per time step (the official model). An integer p: one token per
     patch of p consecutive steps (all channels of those steps, or one channel's with an
     ``adjacency``), as in PatchTST (Nie et al., ICLR 2023); attention then runs over
-    about L / ``patch_stride`` tokens. Needs p <= L.
+    about L / ``patch_stride`` tokens. Needs p <= L. ``"auto"``: patches of 8 steps
+    starting every 4 steps for sequences of 64 steps or more (a quarter of the tokens:
+    faster, and as accurate or more on long windows), one token per step for shorter
+    ones. The values used are ``patch_len_`` and ``patch_stride_``.
 patch_stride : int or None
     Step between patch starts, ``1 <= patch_stride <= patch_len`` (``None``: equal to
     ``patch_len``, non-overlapping). The end of the window is padded with copies of its
@@ -98,6 +104,10 @@ n_features_in_ : int
     Sequence length L seen in ``fit`` (scikit-learn counts the second axis as features).
 sequence_length_ : int
     Same as ``n_features_in_``; predict needs sequences of this length.
+skip_ : str
+    The linear skip used (``skip="auto"`` resolved).
+patch_len_, patch_stride_ : int or None
+    The patches used (``patch_len="auto"`` resolved for ``sequence_length_``).
 n_channels_in_ : int
     Channels C (1 for 2-D ``X``).
 x_mean_ : ndarray of shape (C,)
@@ -130,12 +140,19 @@ _MODEL_CONSTRAINTS = {
     "pooling": [StrOptions({"mean", "last", "flatten"})],
     "attention": [StrOptions({"flow", "softmax"})],
     "instance_norm": ["boolean"],
-    "skip": [StrOptions({"level", "window"})],
-    "patch_len": [Interval(numbers.Integral, 1, None, closed="left"), None],
+    "skip": [StrOptions({"auto", "level", "window"})],
+    "patch_len": [Interval(numbers.Integral, 1, None, closed="left"), StrOptions({"auto"}),
+                  None],
     "patch_stride": [Interval(numbers.Integral, 1, None, closed="left"), None],
     "layout": [StrOptions({"NLC", "NCL"})],
     "inference_dtype": [StrOptions({"auto", "float32", "float64"})],
 }
+
+
+#: ``patch_len="auto"``: (patch_len, patch_stride) for sequences of at least
+#: ``AUTO_PATCH_MIN_LENGTH`` steps; shorter ones get one token per step.
+AUTO_PATCH = (8, 4)
+AUTO_PATCH_MIN_LENGTH = 64
 
 
 def _num_rows(X):
@@ -147,6 +164,8 @@ class _FlowformerBase(NeuralEstimatorBase):
     """Sequence inputs, network and inference shared by the Flowformer estimators."""
 
     _parameter_constraints = {**TRAINING_PARAMETER_CONSTRAINTS, **_MODEL_CONSTRAINTS}
+    #: What ``skip="auto"`` is (with ``instance_norm``).
+    _AUTO_SKIP = "level"
 
     def __sklearn_tags__(self):
         tags = super().__sklearn_tags__()
@@ -211,23 +230,31 @@ class _FlowformerBase(NeuralEstimatorBase):
                 f"'hidden_dim' ({self.hidden_dim}) must be divisible by 'n_heads' "
                 f"({self.n_heads}); e.g. hidden_dim="
                 f"{self.n_heads * max(1, self.hidden_dim // self.n_heads)}.")
+        self.skip_ = self.skip
+        if self.skip == "auto":
+            self.skip_ = self._AUTO_SKIP if self.instance_norm else "level"
         if self.skip == "window" and not self.instance_norm:
             raise ValueError(
                 "skip='window' is the linear skip of the instance normalisation and needs "
-                "instance_norm=True; got instance_norm=False. Set instance_norm=True, or leave "
-                "skip at its default 'level' (ignored without instance_norm).")
-        if self.patch_len is None and self.patch_stride is not None:
+                "instance_norm=True; got instance_norm=False. Set instance_norm=True, or "
+                "skip='auto' (no skip without instance_norm).")
+        if self.patch_len in (None, "auto") and self.patch_stride is not None:
             raise ValueError(
                 f"'patch_stride' ({self.patch_stride}) is the step between patches and needs "
-                f"'patch_len'; got patch_len=None. Set patch_len, or leave patch_stride=None.")
-        if self.patch_len is not None and self.patch_len > self.sequence_length_:
+                f"an integer 'patch_len'; got patch_len={self.patch_len!r}. Set patch_len, or "
+                "leave patch_stride=None.")
+        self.patch_len_, self.patch_stride_ = self.patch_len, self.patch_stride
+        if self.patch_len == "auto":
+            long = self.sequence_length_ >= AUTO_PATCH_MIN_LENGTH
+            self.patch_len_, self.patch_stride_ = AUTO_PATCH if long else (None, None)
+        if self.patch_len_ is not None and self.patch_len_ > self.sequence_length_:
             raise ValueError(
-                f"'patch_len' ({self.patch_len}) is longer than the sequences of X "
+                f"'patch_len' ({self.patch_len_}) is longer than the sequences of X "
                 f"({self.sequence_length_} steps); use patch_len <= {self.sequence_length_}.")
-        if self.patch_stride is not None and self.patch_stride > self.patch_len:
+        if self.patch_stride_ is not None and self.patch_stride_ > self.patch_len_:
             raise ValueError(
-                f"'patch_stride' ({self.patch_stride}) is larger than 'patch_len' "
-                f"({self.patch_len}): the steps between patches would be left out; use "
+                f"'patch_stride' ({self.patch_stride_}) is larger than 'patch_len' "
+                f"({self.patch_len_}): the steps between patches would be left out; use "
                 f"patch_stride <= patch_len.")
 
     # -- the skeleton's hooks --------------------------------------------------------------
@@ -257,8 +284,8 @@ class _FlowformerBase(NeuralEstimatorBase):
             hidden_dim=self.hidden_dim, n_heads=self.n_heads, n_layers=self.n_layers,
             ff_dim=self.ff_dim, dropout=self.dropout, causal=self.causal, clamp=self.clamp,
             pooling=self.pooling, attention=self.attention, adjacency=self.adjacency_,
-            instance_norm=self.instance_norm, skip=self.skip, patch_len=self.patch_len,
-            patch_stride=self.patch_stride, n_detached_outputs=self._n_variance_outputs())
+            instance_norm=self.instance_norm, skip=self.skip_, patch_len=self.patch_len_,
+            patch_stride=self.patch_stride_, n_detached_outputs=self._n_variance_outputs())
 
     def fit(self, X, y, adjacency=None, *, sample_weight=None):
         """Fit the network.
@@ -397,6 +424,7 @@ class FlowformerRegressor(RegressorTask, _FlowformerBase):
     (3, 4, 5)
     """
 
+    _AUTO_SKIP = "window"
     _parameter_constraints = {
         **_FlowformerBase._parameter_constraints,
         "uncertainty": [StrOptions({"gaussian", "mc_dropout"})],
@@ -405,7 +433,7 @@ class FlowformerRegressor(RegressorTask, _FlowformerBase):
 
     def __init__(self, *, hidden_dim=64, n_heads=4, n_layers=2, ff_dim=None, dropout=0.1,
                  causal=False, clamp=1.0, pooling="mean", attention="flow", instance_norm=True,
-                 skip="level", patch_len=None, patch_stride=None, layout="NLC",
+                 skip="auto", patch_len="auto", patch_stride=None, layout="NLC",
                  inference_dtype="auto", uncertainty="gaussian", max_epochs=100, lr=1e-3,
                  weight_decay=0.0, batch_size=64, early_stopping=True, validation_fraction=0.1,
                  n_iter_no_change=10, n_init=1, warm_start=False, device="auto", n_threads=None,
@@ -426,6 +454,17 @@ class FlowformerRegressor(RegressorTask, _FlowformerBase):
     def _criterion(self):
         return (GaussianNLL, {}) if self._gaussian else super()._criterion()
 
+    def _extra_callbacks(self, train_ds, valid_ds):
+        """With the fixed ridge skip and the Gaussian head the network starts at the
+        validated ridge forecast with the ridge's residual variance (the encoder's head adds
+        zero): early stopping keeps that start unless an epoch beats its validation loss.
+        (With MC dropout the start would have no spread: there the trained network is
+        kept.)"""
+        cbs = super()._extra_callbacks(train_ds, valid_ds)
+        if self.skip_ == "window" and self._gaussian:
+            cbs = (*cbs, ("start_as_epoch_zero", StartAsEpochZero()))
+        return cbs
+
     def _init_module(self, module, data, train, valid):
         """Start the instance-norm linear skip at its ridge solution on the training rows.
 
@@ -444,7 +483,7 @@ class FlowformerRegressor(RegressorTask, _FlowformerBase):
             data.extra["skip_start"] = ridge_skip(
                 F_all, data.targets.astype(np.float64), train, valid if len(valid) else None,
                 module.skip.weight.shape[0], weights=data.weights)
-        module.set_skip_(*data.skip_start, trainable=self.skip != "window")
+        module.set_skip_(*data.skip_start, trainable=self.skip_ != "window")
 
     def _finish_fit(self, data, train, valid):
         # Recalibrate the Gaussian head's std on the held-out validation rows: one factor per
@@ -542,7 +581,7 @@ class FlowformerClassifier(ClassifierTask, _FlowformerBase):
 
     def __init__(self, *, hidden_dim=64, n_heads=4, n_layers=2, ff_dim=None, dropout=0.1,
                  causal=False, clamp=1.0, pooling="mean", attention="flow", instance_norm=True,
-                 skip="level", patch_len=None, patch_stride=None, layout="NLC",
+                 skip="auto", patch_len="auto", patch_stride=None, layout="NLC",
                  inference_dtype="auto", class_weight=None, max_epochs=100, lr=1e-3,
                  weight_decay=0.0, batch_size=64, early_stopping=True, validation_fraction=0.1,
                  n_iter_no_change=10, n_init=1, warm_start=False, device="auto", n_threads=None,

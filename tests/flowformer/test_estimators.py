@@ -102,9 +102,29 @@ def test_window_skip_starts_at_the_ridge_solution():
     kw = dict(hidden_dim=8, n_heads=2, n_layers=1, max_epochs=1, lr=1e-9, random_state=0,
               device="cpu", validation_fraction=0.2)
     window = FlowformerRegressor(**kw, skip="window").fit(X[:250], y[:250])
-    level = FlowformerRegressor(**kw).fit(X[:250], y[:250])
+    level = FlowformerRegressor(**kw, skip="level").fit(X[:250], y[:250])
+    auto = FlowformerRegressor(**kw).fit(X[:250], y[:250])
     assert window.score(X[250:], y[250:]) > 0.999
     assert level.score(X[250:], y[250:]) < 0.5
+    # "auto" is the window skip for the regressor (with instance_norm), else no skip
+    assert auto.skip_ == "window"
+    np.testing.assert_array_equal(auto.predict(X[250:]), window.predict(X[250:]))
+    no_norm = FlowformerRegressor(**kw, instance_norm=False).fit(X[:250], y[:250])
+    assert no_norm.skip_ == "level"
+
+
+def test_auto_patches_for_long_sequences_only():
+    rng = np.random.default_rng(0)
+    kw = dict(hidden_dim=8, n_heads=2, n_layers=1, max_epochs=1, random_state=0, device="cpu")
+    short = FlowformerRegressor(**kw).fit(rng.normal(size=(40, 63)), rng.normal(size=40))
+    long = FlowformerRegressor(**kw).fit(rng.normal(size=(40, 64)), rng.normal(size=40))
+    assert (short.patch_len_, short.patch_stride_) == (None, None)
+    assert (long.patch_len_, long.patch_stride_) == (8, 4)
+    clf = FlowformerClassifier(**kw).fit(rng.normal(size=(40, 64)), np.arange(40) % 2)
+    assert (clf.patch_len_, clf.patch_stride_, clf.skip_) == (8, 4, "level")
+    with pytest.raises(ValueError, match="needs an integer 'patch_len'; got patch_len='auto'"):
+        FlowformerRegressor(**kw, patch_stride=2).fit(rng.normal(size=(40, 64)),
+                                                      rng.normal(size=40))
 
 
 def test_gaussian_intervals_are_calibrated_on_held_out_data():
@@ -220,8 +240,9 @@ def test_input_errors():
                                          r"X \(24 steps\); use patch_len <= 24"):
         FlowformerRegressor(**FAST, patch_len=25).fit(X, y)
     with pytest.raises(ValueError, match=r"'patch_stride' \(4\) is the step between patches "
-                                         r"and needs 'patch_len'; got patch_len=None"):
-        FlowformerRegressor(**FAST, patch_stride=4).fit(X, y)
+                                         r"and needs an integer 'patch_len'; got "
+                                         r"patch_len=None"):
+        FlowformerRegressor(**FAST, patch_len=None, patch_stride=4).fit(X, y)
     with pytest.raises(ValueError, match=r"'patch_stride' \(5\) is larger than 'patch_len' "
                                          r"\(4\): the steps between patches would be left out"):
         FlowformerRegressor(**FAST, patch_len=4, patch_stride=5).fit(X, y)
@@ -322,3 +343,25 @@ def test_gaussian_head_variance_loss_does_not_train_the_encoder_or_the_mean():
     torch.testing.assert_close(mean.grad, (mean - y).detach() / mean.numel())
     with pytest.raises(ValueError, match="n_detached_outputs"):
         Flowformer(2, 4, 16, n_detached_outputs=5)
+
+
+def test_window_skip_keeps_the_ridge_start_unless_an_epoch_beats_it():
+    # a linear target: the ridge start is already the answer, and a large learning rate
+    # makes every epoch worse on the validation rows; early stopping restores the start
+    # (two epochs without beating it: patience counted from the start)
+    rng = np.random.default_rng(1)
+    X = rng.normal(size=(300, 12))
+    y = X @ rng.normal(size=12) + 0.01 * rng.normal(size=300)
+    kw = dict(hidden_dim=8, n_heads=2, n_layers=1, max_epochs=3, n_iter_no_change=2,
+              random_state=0, device="cpu")
+    start = FlowformerRegressor(**kw, lr=1e-12).fit(X[:250], y[:250])
+    wild = FlowformerRegressor(**kw, lr=0.05).fit(X[:250], y[:250])
+    assert len(wild.history_) == 2
+    # every epoch's validation loss (Gaussian NLL) is worse than the start's
+    assert min(wild.history_[:, "valid_loss"]) > max(start.history_[:, "valid_loss"])
+    np.testing.assert_allclose(wild.predict(X[250:]), start.predict(X[250:]), rtol=0,
+                               atol=1e-9)
+    assert wild.score(X[250:], y[250:]) > 0.999
+    # the level skip has no such start to keep
+    level = FlowformerRegressor(**kw, lr=0.05, skip="level").fit(X[:250], y[:250])
+    assert level.score(X[250:], y[250:]) < 0.5
