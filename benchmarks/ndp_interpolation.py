@@ -110,7 +110,7 @@ def main(argv=None):
     p.add_argument("--dims", nargs="+", type=int, default=[1])
     p.add_argument("--prior", default="gp")
     p.add_argument("--sampler", default="fast")
-    p.add_argument("--n-sampling-steps", type=int, default=20)
+    p.add_argument("--n-sampling-steps", type=int, default=32)
     p.add_argument("--n-resample", type=int, default=4)
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--n-samples", type=int, default=128,
