@@ -44,14 +44,13 @@ import scipy.sparse as sp
 import torch
 from sklearn.base import BaseEstimator
 from sklearn.utils._param_validation import HasMethods, StrOptions  # noqa: F401  (re-exported)
-from sklearn.utils._param_validation import Interval as _Interval
 from sklearn.utils.validation import check_is_fitted, validate_data  # noqa: F401
 from skorch.callbacks import Callback, EarlyStopping
 from skorch.callbacks import scoring as skorch_scoring
 from skorch.helper import predefined_split
 from torch.utils.data import Dataset
 
-from ._checks import check_n_samples
+from ._checks import Interval, check_n_samples
 from ._engine import (  # noqa: F401  (re-exported for the estimators)
     SEED_BOUND,
     AcceleratedNet,
@@ -74,14 +73,6 @@ __all__ = [
     "RowDataset",
     "TrainingDivergedError",
 ]
-
-
-class Interval(_Interval):
-    """scikit-learn's ``Interval`` constraint that refuses booleans: ``True`` is not ``1`` for
-    an integer or real parameter here (``isinstance(True, numbers.Integral)`` holds)."""
-
-    def is_satisfied_by(self, val):
-        return not isinstance(val, (bool, np.bool_)) and super().is_satisfied_by(val)
 
 
 #: Constraints of the training parameters every trainable estimator exposes (merge into the

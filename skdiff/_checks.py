@@ -7,17 +7,58 @@ so the estimators behave the same on data in any units.
 
 from __future__ import annotations
 
+import contextlib
 import numbers
 import warnings
 
 import numpy as np
+from sklearn.utils._param_validation import Interval as _Interval
 
 __all__ = [
+    "Interval",
     "check_n_samples",
     "check_sample_weight",
     "fit_scale",
+    "memory_for",
     "split_unlabelled",
 ]
+
+
+class Interval(_Interval):
+    """scikit-learn's ``Interval`` constraint that refuses booleans: ``True`` is not ``1`` for
+    an integer or real parameter here (``isinstance(True, numbers.Integral)`` holds).
+
+    ``finite=True`` also refuses ``inf`` (scikit-learn's ``Interval`` already refuses
+    ``nan``): a parameter such as a noise scale or a jitter that enters arithmetic would turn
+    every output into ``inf`` or ``nan``.
+    """
+
+    def __init__(self, type, left, right, *, closed, finite=False):
+        super().__init__(type, left, right, closed=closed)
+        self.finite = finite
+
+    def is_satisfied_by(self, val):
+        if isinstance(val, (bool, np.bool_)) or not super().is_satisfied_by(val):
+            return False
+        return not self.finite or bool(np.isfinite(val))
+
+    def __str__(self):
+        text = super().__str__()
+        return text.replace(" ", " finite ", 1) if self.finite else text
+
+
+@contextlib.contextmanager
+def memory_for(what, fix):
+    """Re-raise a ``MemoryError`` inside the block with the request that caused it.
+
+    ``what`` names the arguments and values that size the allocation (e.g.
+    ``"n_samples=10**12"``), ``fix`` says what to do; numpy's own message (the byte count)
+    follows them.
+    """
+    try:
+        yield
+    except MemoryError as exc:
+        raise MemoryError(f"Not enough memory for {what} ({exc}); {fix}.") from exc
 
 
 def check_n_samples(n_samples, name="n_samples"):
