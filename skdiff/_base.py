@@ -75,12 +75,15 @@ __all__ = [
 ]
 
 
+_FLOAT32_MAX = float(np.finfo(np.float32).max)
+
 #: Constraints of the training parameters every trainable estimator exposes (merge into the
 #: class's ``_parameter_constraints``).
 TRAINING_PARAMETER_CONSTRAINTS: dict = {
     "max_epochs": [Interval(numbers.Integral, 1, None, closed="left")],
-    "lr": [Interval(numbers.Real, 0, None, closed="neither")],
-    "weight_decay": [Interval(numbers.Real, 0, None, closed="left")],
+    # the optimiser multiplies float32 weights by lr and weight_decay: both must fit float32
+    "lr": [Interval(numbers.Real, 0, _FLOAT32_MAX, closed="neither")],
+    "weight_decay": [Interval(numbers.Real, 0, _FLOAT32_MAX, closed="left")],
     "batch_size": [Interval(numbers.Integral, 1, None, closed="left"), None],
     "early_stopping": ["boolean"],
     "validation_fraction": [Interval(numbers.Real, 0, 1, closed="neither")],
@@ -92,6 +95,8 @@ TRAINING_PARAMETER_CONSTRAINTS: dict = {
     "random_state": ["random_state"],
     "verbose": ["verbose"],
     "callbacks": [list, tuple, None],
+    "mixed_precision": [StrOptions({"bf16", "fp16"}), None],
+    "accelerator": [HasMethods(["prepare", "backward"]), None],
 }
 
 
@@ -162,6 +167,18 @@ def resolve_device(device) -> str:
 
 #: torch dtype of each ``mixed_precision`` setting
 _AUTOCAST = {None: None, "bf16": torch.bfloat16, "fp16": torch.float16}
+
+
+def _autocast_dtype(estimator):
+    """The autocast dtype of ``estimator.mixed_precision`` (also read by prediction, so a
+    value set after fit is checked here, not only by fit's parameter validation)."""
+    value = getattr(estimator, "mixed_precision", None)
+    if isinstance(value, str) and value in _AUTOCAST:
+        return _AUTOCAST[value]
+    if value is None:
+        return None
+    raise ValueError(f"The 'mixed_precision' parameter of {type(estimator).__name__} must be "
+                     f"'bf16', 'fp16' or None; got {value!r}.")
 
 
 def _max_abs_weight(module):
@@ -348,7 +365,7 @@ class EstimatorBase(BaseEstimator):
             for m in module.modules():
                 if isinstance(m, torch.nn.modules.dropout._DropoutNd):
                     m.train()
-        dtype = _AUTOCAST[getattr(self, "mixed_precision", None)]
+        dtype = _autocast_dtype(self)
         autocast = torch.autocast(torch.device(self.device_).type, dtype=dtype,
                                   enabled=dtype is not None)
         try:
@@ -692,7 +709,7 @@ class NeuralEstimatorBase(EstimatorBase):
             verbose=int(self.verbose > 1),  # 2: skorch's epoch table; 1: a progress bar
             **kwargs,
         )
-        net.autocast_dtype = _AUTOCAST[getattr(self, "mixed_precision", None)]
+        net.autocast_dtype = _autocast_dtype(self)
         return net
 
     def _train(self, module, train_ds, valid_ds=None, *, epochs=None, progress_label=""):

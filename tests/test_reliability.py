@@ -278,3 +278,43 @@ def test_parameter_and_input_errors_name_the_fix(series, graph):
     with pytest.raises(ValueError, match="different 'adjacency'"):
         reg.fit(Xc, Xc[:, -1, 0], adjacency=np.eye(3))
     assert pickle.loads(pickle.dumps(reg)).adjacency_.shape == (3, 3)
+
+
+@pytest.mark.parametrize("cls", [FlowformerRegressor, DIFFormerRegressor])
+@pytest.mark.parametrize("param, value, match", [
+    ("mixed_precision", "BF16", "must be a str among .*'bf16'.* or None. Got 'BF16'"),
+    ("mixed_precision", True, "must be a str among .* or None. Got True"),
+    ("accelerator", "cpu", "must be an object implementing 'prepare' and 'backward' or None. "
+                           "Got 'cpu'"),
+    ("lr", 1e300, "must be a float in the range \\(0.0, 3.40.*e\\+38\\). Got 1e\\+300"),
+    ("weight_decay", 1e300, "must be a float in the range \\[0.0, 3.40.*e\\+38\\). Got 1e\\+300"),
+])
+def test_training_parameters_are_checked_before_training(series, cls, param, value, match):
+    X, y = series
+    with pytest.raises(ValueError, match=f"The '{param}' parameter of {cls.__name__} {match}"):
+        cls(max_epochs=1, **{param: value}).fit(X[:20], y[:20])
+
+
+def test_mixed_precision_set_after_fit_is_checked_by_predict(series):
+    X, y = series
+    reg = FlowformerRegressor(**{**FLOW, "max_epochs": 1}).fit(X[:40], y[:40])
+    reg.set_params(mixed_precision="bogus")
+    with pytest.raises(ValueError, match="The 'mixed_precision' parameter of FlowformerRegressor "
+                                         "must be 'bf16', 'fp16' or None; got 'bogus'"):
+        reg.predict(X[:5])
+
+
+@pytest.mark.parametrize("class_weight, match", [
+    ({0: np.nan}, "must map classes to finite non-negative numbers; got \\{0: nan\\}"),
+    ({0: -1.0}, "must map classes to finite non-negative numbers; got \\{0: -1.0\\}"),
+    ({0: np.inf}, "must map classes to finite non-negative numbers; got \\{0: inf\\}"),
+    ({0: "a"}, "must map classes to finite non-negative numbers; got \\{0: 'a'\\}"),
+    ({0: 0.0, 1: 0.0, 2: 0.0}, "gives every labelled row a weight of 0 .*give some class a "
+                               "positive weight"),
+])
+@pytest.mark.parametrize("cls", [FlowformerClassifier, DIFFormerClassifier])
+def test_class_weight_must_be_finite_non_negative_and_not_all_zero(graph, cls, class_weight,
+                                                                  match):
+    Xg, yg, _ = graph
+    with pytest.raises(ValueError, match=f"'class_weight' {match}"):
+        cls(max_epochs=1, class_weight=class_weight).fit(Xg, yg)
