@@ -44,13 +44,13 @@ import scipy.sparse as sp
 import torch
 from sklearn.base import BaseEstimator
 from sklearn.utils._param_validation import HasMethods, StrOptions  # noqa: F401  (re-exported)
-from sklearn.utils.validation import check_is_fitted, validate_data  # noqa: F401
+from sklearn.utils.validation import _num_samples, check_is_fitted  # noqa: F401
 from skorch.callbacks import Callback, EarlyStopping
 from skorch.callbacks import scoring as skorch_scoring
 from skorch.helper import predefined_split
 from torch.utils.data import Dataset
 
-from ._checks import Interval, check_n_samples
+from ._checks import Interval, check_n_samples, memory_for, validate_data  # noqa: F401
 from ._engine import (  # noqa: F401  (re-exported for the estimators)
     SEED_BOUND,
     AcceleratedNet,
@@ -167,18 +167,6 @@ def resolve_device(device) -> str:
 
 #: torch dtype of each ``mixed_precision`` setting
 _AUTOCAST = {None: None, "bf16": torch.bfloat16, "fp16": torch.float16}
-
-
-def _autocast_dtype(estimator):
-    """The autocast dtype of ``estimator.mixed_precision`` (also read by prediction, so a
-    value set after fit is checked here, not only by fit's parameter validation)."""
-    value = getattr(estimator, "mixed_precision", None)
-    if isinstance(value, str) and value in _AUTOCAST:
-        return _AUTOCAST[value]
-    if value is None:
-        return None
-    raise ValueError(f"The 'mixed_precision' parameter of {type(estimator).__name__} must be "
-                     f"'bf16', 'fp16' or None; got {value!r}.")
 
 
 def _max_abs_weight(module):
@@ -358,6 +346,9 @@ class EstimatorBase(BaseEstimator):
     @contextlib.contextmanager
     def _inference(self, mc_dropout=False):
         """Evaluation mode and no autograd; with ``mc_dropout`` only dropout layers train."""
+        # parameters that prediction reads (mixed_precision, inference_dtype, ...) may have
+        # been set after fit: check them here too, so a bad one is named, not a KeyError
+        self._validate_params()
         module = self.module_
         was_training = module.training
         module.eval()
@@ -365,7 +356,7 @@ class EstimatorBase(BaseEstimator):
             for m in module.modules():
                 if isinstance(m, torch.nn.modules.dropout._DropoutNd):
                     m.train()
-        dtype = _autocast_dtype(self)
+        dtype = _AUTOCAST[getattr(self, "mixed_precision", None)]
         autocast = torch.autocast(torch.device(self.device_).type, dtype=dtype,
                                   enabled=dtype is not None)
         try:
@@ -409,7 +400,13 @@ class EstimatorBase(BaseEstimator):
         check_is_fitted(self)
         n_samples = check_n_samples(n_samples)
         inputs = self._prepare_predict(X, **predict_params)
-        return self._draw_samples(inputs, n_samples, draw_seed(random_state))
+        n_rows = _num_samples(X) if hasattr(X, "__len__") or hasattr(X, "shape") else 1
+        with memory_for(f"n_samples={n_samples} draws of {n_rows} rows",
+                        "draw fewer samples, in several calls with other random_state values"):
+            # the result holds at least n_rows * n_samples floats: reserving them (no page is
+            # touched) refuses a request the machine cannot hold before any network runs
+            np.empty((n_rows, n_samples))
+            return self._draw_samples(inputs, n_samples, draw_seed(random_state))
 
     def _draw_samples(self, inputs, n_samples, seed):
         """Monte Carlo dropout: ``n_samples`` stochastic forwards, mapped to predictions."""
@@ -553,7 +550,7 @@ class NeuralEstimatorBase(EstimatorBase):
 
     def _net_kwargs(self):
         """Extra keyword arguments of the skorch net (batching, collation)."""
-        return {"batch_size": self.batch_size or 128}
+        return {"batch_size": int(self.batch_size or 128)}  # torch refuses numpy ints
 
     def _extra_callbacks(self, train_ds, valid_ds):
         """Family callbacks added to the net, as ``(name, callback)`` pairs."""
@@ -709,7 +706,7 @@ class NeuralEstimatorBase(EstimatorBase):
             verbose=int(self.verbose > 1),  # 2: skorch's epoch table; 1: a progress bar
             **kwargs,
         )
-        net.autocast_dtype = _autocast_dtype(self)
+        net.autocast_dtype = _AUTOCAST[getattr(self, "mixed_precision", None)]
         return net
 
     def _train(self, module, train_ds, valid_ds=None, *, epochs=None, progress_label=""):

@@ -13,6 +13,7 @@ import warnings
 
 import numpy as np
 from sklearn.utils._param_validation import Interval as _Interval
+from sklearn.utils.validation import validate_data as _validate_data
 
 __all__ = [
     "Interval",
@@ -21,6 +22,7 @@ __all__ = [
     "fit_scale",
     "memory_for",
     "split_unlabelled",
+    "validate_data",
 ]
 
 
@@ -67,6 +69,45 @@ def check_n_samples(n_samples, name="n_samples"):
             or n_samples < 1:
         raise ValueError(f"'{name}' must be an integer >= 1; got {n_samples!r}.")
     return int(n_samples)
+
+
+def _holds(values, kinds):
+    """Whether ``values`` (array-like or sparse) has a numpy dtype of one of ``kinds``."""
+    dtype = getattr(values, "dtype", None)
+    if dtype is None:
+        try:
+            dtype = np.asarray(values).dtype
+        except (TypeError, ValueError):
+            return False
+    return np.dtype(dtype).kind in kinds
+
+
+def validate_data(estimator, /, X="no_validation", y="no_validation", **kwargs):
+    """scikit-learn's ``validate_data``, whose errors about the shape and type of ``X`` (or
+    ``y``) also name the input and the estimator.
+
+    scikit-learn's "Expected 2D array, got 1D array" and "Complex data not supported" do
+    not say which argument they are about.
+    """
+    try:
+        return _validate_data(estimator, X, y, **kwargs)
+    except ValueError as exc:
+        msg, name = str(exc), type(estimator).__name__
+        if msg.startswith("Expected 2D array"):
+            raise ValueError(f"'X' of {name} has the wrong number of dimensions. {msg}") \
+                from exc
+        culprit = next((k for k, v in (("X", X), ("y", y)) if _holds(v, "c")), None)
+        if msg.startswith("Complex data not supported") and culprit:
+            raise ValueError(
+                f"Complex data not supported: '{culprit}' of {name} holds complex numbers; "
+                f"pass real numbers (e.g. np.real({culprit}), or the real and imaginary parts "
+                "as separate columns).") from exc
+        culprit = next((k for k, v in (("X", X), ("y", y)) if _holds(v, "OUS")), None)
+        if msg.startswith("could not convert") and culprit:
+            raise ValueError(
+                f"'{culprit}' of {name} must be numbers; {msg}. Encode text or categories as "
+                "numbers first (e.g. with sklearn.preprocessing.OneHotEncoder).") from exc
+        raise
 
 
 def fit_scale(values, *, weights=None, name="y", return_constant=False):

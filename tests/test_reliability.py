@@ -295,13 +295,20 @@ def test_training_parameters_are_checked_before_training(series, cls, param, val
         cls(max_epochs=1, **{param: value}).fit(X[:20], y[:20])
 
 
-def test_mixed_precision_set_after_fit_is_checked_by_predict(series):
+@pytest.mark.parametrize("param", ["mixed_precision", "inference_dtype", "uncertainty"])
+def test_a_parameter_set_after_fit_is_checked_by_predict(series, param):
     X, y = series
     reg = FlowformerRegressor(**{**FLOW, "max_epochs": 1}).fit(X[:40], y[:40])
-    reg.set_params(mixed_precision="bogus")
-    with pytest.raises(ValueError, match="The 'mixed_precision' parameter of FlowformerRegressor "
-                                         "must be 'bf16', 'fp16' or None; got 'bogus'"):
+    reg.set_params(**{param: "bogus"})
+    with pytest.raises(ValueError, match=f"The '{param}' parameter of FlowformerRegressor must "
+                                         "be .* Got 'bogus' instead"):
         reg.predict(X[:5])
+
+
+def test_batch_size_may_be_a_numpy_integer(series):
+    X, y = series
+    reg = FlowformerRegressor(**{**FLOW, "max_epochs": 1, "batch_size": np.int64(16)})
+    assert reg.fit(X[:40], y[:40]).predict(X[:5]).shape == (5,)
 
 
 @pytest.mark.parametrize("class_weight, match", [
@@ -318,3 +325,39 @@ def test_class_weight_must_be_finite_non_negative_and_not_all_zero(graph, cls, c
     Xg, yg, _ = graph
     with pytest.raises(ValueError, match=f"'class_weight' {match}"):
         cls(max_epochs=1, class_weight=class_weight).fit(Xg, yg)
+
+
+@pytest.mark.parametrize("cls", [FlowformerRegressor, DIFFormerRegressor])
+def test_x_of_the_wrong_shape_or_type_is_named(series, cls):
+    X, y = series
+    with pytest.raises(ValueError, match=f"'X' of {cls.__name__} has the wrong number of "
+                                         "dimensions. Expected 2D array, got 1D array"):
+        cls(max_epochs=1).fit(X[:, 0], y)
+    with pytest.raises(ValueError, match=f"Complex data not supported: 'X' of {cls.__name__} "
+                                         "holds complex numbers; pass real numbers"):
+        cls(max_epochs=1).fit(X + 1j, y)
+
+
+def test_ndp_names_x_of_strings():
+    with pytest.raises(ValueError, match="'X' of NDPRegressor must be numbers; could not convert "
+                                         "string to float.*Encode text or categories"):
+        NDPRegressor().fit(np.array([["a"], ["b"]] * 5), np.arange(10.0))
+
+
+@pytest.mark.parametrize("sub", ["", "sub"])
+def test_a_cache_dir_that_is_a_file_is_named(tmp_path, sub):
+    a_file = tmp_path / "a_file"
+    a_file.write_text("x")
+    X = np.linspace(-1, 1, 10)[:, None]
+    with pytest.raises(NotADirectoryError, match="The 'cache_dir' parameter must be a folder for "
+                       "the trained priors; got .*a_file.*a file .* stands in the way"):
+        NDPRegressor(**_TINY_PRIOR, cache_dir=a_file / sub).fit(X, X[:, 0])
+
+
+def test_sample_posterior_refuses_more_samples_than_memory_holds(series):
+    X, y = series
+    reg = FlowformerRegressor(**{**FLOW, "max_epochs": 1}).fit(X[:40], y[:40])
+    # 10**13 draws of 5 rows exceed any address space: refused before the network runs
+    with pytest.raises(MemoryError, match="Not enough memory for n_samples=10000000000000 draws "
+                                          "of 5 rows .*draw fewer samples"):
+        reg.sample_posterior(X[:5], n_samples=10**13)
