@@ -36,6 +36,7 @@ import contextlib
 import copy
 import math
 import numbers
+import os
 import warnings
 from dataclasses import dataclass, field
 
@@ -641,18 +642,51 @@ class NeuralEstimatorBase(EstimatorBase):
         _, self.seed_, self.net_, self.module_, self.history_ = best
         self.init_scores_ = np.array(scores)
 
+    def _network_sizes(self):
+        return {k: v for k, v in self.get_params().items()
+                if k in ("hidden_dim", "n_layers", "n_heads", "ff_dim")}
+
+    def _check_network_fits(self, data):
+        """Refuse a network whose weights alone exceed the machine's memory, before building
+        it (a network of millions of layers would otherwise take an hour to build and fail).
+
+        The parameter count is extrapolated from networks of one and two layers built on
+        PyTorch's ``meta`` device (shapes only, no memory, no time).
+        """
+        try:
+            memory = os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")
+        except (AttributeError, ValueError, OSError):  # no sysconf (Windows): not checked
+            return
+        counts = []
+        for n_layers in (1, 2):
+            probe = copy.copy(self)
+            if hasattr(probe, "n_layers"):
+                probe.n_layers = n_layers
+            try:
+                with torch.device("meta"):
+                    counts.append(sum(p.numel() for p in probe._build_module(data).parameters()))
+            except Exception:  # a network the meta device cannot build: leave it to the build
+                return
+        n_layers = getattr(self, "n_layers", 1)
+        n_params = counts[0] + (n_layers - 1) * (counts[1] - counts[0])
+        if 4 * n_params > memory:
+            raise MemoryError(
+                f"The network would hold {n_params:.3g} parameters ({4 * n_params / 2**30:.3g} "
+                f"GiB as float32, before gradients and optimiser state), more than this "
+                f"machine's {memory / 2**30:.3g} GiB of memory; its size comes from "
+                f"{self._network_sizes()}: lower them.")
+
     def _build_checked(self, data):
         """:meth:`_build_module`, with running out of memory reported as the parameters to
         lower."""
+        self._check_network_fits(data)
         try:
             return self._build_module(data)
         except (MemoryError, RuntimeError) as exc:
             if not isinstance(exc, MemoryError) and "alloc" not in str(exc).lower():
                 raise
-            sizes = {k: v for k, v in self.get_params().items()
-                     if k in ("hidden_dim", "n_layers", "n_heads", "ff_dim")}
             raise MemoryError(f"Building the network ran out of memory ({exc}); its size comes "
-                              f"from {sizes}: lower them.") from exc
+                              f"from {self._network_sizes()}: lower them.") from exc
 
     def _callbacks(self, *, monitor, lower_is_better, extra=()):
         cbs = [("finite_loss", FiniteLossGuard())]

@@ -361,3 +361,14 @@ def test_sample_posterior_refuses_more_samples_than_memory_holds(series):
     with pytest.raises(MemoryError, match="Not enough memory for n_samples=10000000000000 draws "
                                           "of 5 rows .*draw fewer samples"):
         reg.sample_posterior(X[:5], n_samples=10**13)
+
+
+@pytest.mark.parametrize("cls, params", [(DIFFormerRegressor, dict(n_layers=10**7)),
+                                         (FlowformerRegressor, dict(ff_dim=10**9))])
+def test_a_network_larger_than_memory_is_refused_before_it_is_built(series, cls, params):
+    X, y = series
+    # counted on the meta device: refused at once, not after building 10**7 layers
+    with pytest.raises(MemoryError, match="The network would hold .* parameters .* more than "
+                                          "this machine's .* of memory; its size comes from "
+                                          ".*: lower them"):
+        cls(max_epochs=1, **params).fit(X[:20], y[:20])
