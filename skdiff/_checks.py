@@ -151,7 +151,12 @@ def check_target_length(y, n_rows, what="row"):
 
 
 def check_sample_weight(sample_weight, n, *, name="sample_weight"):
-    """Non-negative finite per-row weights as float64 of shape (n,); ``None`` gives ones."""
+    """Non-negative finite per-row weights as float64 of shape (n,); ``None`` gives ones.
+
+    The weights are rescaled to mean 1: the losses and statistics are weighted *means*, so
+    only their ratios matter, and weights such as ``1e-50`` or ``1e300`` would otherwise
+    underflow or overflow in the network's float32.
+    """
     if sample_weight is None:
         return np.ones(n)
     w = np.asarray(sample_weight)
@@ -169,6 +174,9 @@ def check_sample_weight(sample_weight, n, *, name="sample_weight"):
     if n and not w.any():
         raise ValueError(f"The sample weights in '{name}' are all zero; give some rows a "
                          "positive weight.")
+    if n:
+        w = w / w.max()  # in (0, 1]: the mean below cannot overflow
+        w = w / w.mean()
     return w
 
 

@@ -200,7 +200,9 @@ class RegressorTask(RegressorMixin, EstimatorBase):
             self.y_mean_, self.y_scale_ = fit_scale(y2[labelled], weights=w, name="y")
         elif y2.shape[1] != self.n_outputs_:
             raise ValueError(
-                f"y has {y2.shape[1]} outputs but the fitted network predicts {self.n_outputs_}."
+                f"y has {y2.shape[1]} outputs but the fitted network predicts {self.n_outputs_}; "
+                f"pass a y of {self.n_outputs_} output(s) to continue training, or call fit "
+                "(warm_start=False) to start a new network for the new outputs."
             )
         z = (y2 - self.y_mean_) / self.y_scale_
         return z.astype(np.float32), labelled, None, weights

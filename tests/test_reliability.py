@@ -372,3 +372,23 @@ def test_a_network_larger_than_memory_is_refused_before_it_is_built(series, cls,
                                           "this machine's .* of memory; its size comes from "
                                           ".*: lower them"):
         cls(max_epochs=1, **params).fit(X[:20], y[:20])
+
+
+@pytest.mark.parametrize("cls", [FlowformerRegressor, DIFFormerRegressor])
+@pytest.mark.parametrize("scale", [1e-50, 1e300])
+def test_sample_weights_of_any_common_scale_give_the_unweighted_fit(series, cls, scale):
+    X, y = series
+    # only the ratios of the weights matter; float32 would flush 1e-50 to 0 and 1e300 to inf
+    params = dict(max_epochs=2, random_state=0, device="cpu")
+    plain = cls(**params).fit(X[:40], y[:40]).predict(X[:10])
+    weighted = cls(**params).fit(X[:40], y[:40], sample_weight=np.full(40, scale))
+    np.testing.assert_allclose(weighted.predict(X[:10]), plain, rtol=1e-6, atol=1e-6)
+
+
+def test_partial_fit_with_another_number_of_outputs_says_what_to_pass(series):
+    X, y = series
+    reg = FlowformerRegressor(**{**FLOW, "max_epochs": 1}).partial_fit(X[:40], y[:40])
+    with pytest.raises(ValueError, match="y has 2 outputs but the fitted network predicts 1; "
+                                         "pass a y of 1 output\\(s\\) to continue training, or "
+                                         "call fit"):
+        reg.partial_fit(X[:40], np.c_[y[:40], y[:40]])
