@@ -251,7 +251,8 @@ def random_split_per_class(y, n_per_class=20, *, n_val=500, n_test=1000, random_
     if n_val + n_test > rest.size:
         raise ValueError(
             f"n_val={n_val} + n_test={n_test} exceed the {rest.size} rows left after drawing "
-            f"{train.size} training rows; pass n_val + n_test <= {rest.size}."
+            f"{train.size} training rows (n_per_class={n_per_class}); pass n_val + n_test <= "
+            f"{rest.size}, or a smaller n_per_class."
         )
     return train, np.sort(rest[:n_val]), np.sort(rest[n_val:n_val + n_test])
 

@@ -64,7 +64,8 @@ def test_label_mask_and_split():
     with pytest.raises(ValueError, match="'ignore' parameter .* Got 2.5 instead"):
         random_split_per_class(y, 2, ignore=2.5)
     with pytest.raises(ValueError, match="n_val=500 \\+ n_test=1000 exceed the 84 rows left "
-                       "after drawing 6 training rows; pass n_val \\+ n_test <= 84"):
+                       "after drawing 6 training rows \\(n_per_class=2\\); pass n_val \\+ n_test "
+                       "<= 84, or a smaller n_per_class"):
         random_split_per_class(y, 2)
 
 
