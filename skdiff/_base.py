@@ -651,11 +651,19 @@ class NeuralEstimatorBase(EstimatorBase):
         it (a network of millions of layers would otherwise take an hour to build and fail).
 
         The parameter count is extrapolated from networks of one and two layers built on
-        PyTorch's ``meta`` device (shapes only, no memory, no time).
+        PyTorch's ``meta`` device (shapes only, no memory). That build costs about a second
+        the first time in a process (PyTorch loads its meta kernels), so it runs only when a
+        first-order count of the size parameters comes within 1/16 of the memory.
         """
         try:
             memory = os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")
         except (AttributeError, ValueError, OSError):  # no sysconf (Windows): not checked
+            return
+        sizes = {k: v or 0 for k, v in self._network_sizes().items()}
+        width = sizes.get("hidden_dim", 0)
+        rough = max(sizes.get("n_layers", 1), 1) * width * (
+            width * max(sizes.get("n_heads", 1), 1) + sizes.get("ff_dim", 0))
+        if 4 * rough < memory / 16:
             return
         counts = []
         for n_layers in (1, 2):
