@@ -424,8 +424,13 @@ def _sweep():
                 continue
             if pname == "random_state":
                 rows = [("'seed'", "seed", "error"), ("-1", -1, "error")]
+            elif pname == "verbose":  # scikit-learn's convention: a bool or an int >= 0
+                rows = [("True", True, "ok"), ("-1", -1, "error"), ("2.5", 2.5, "error"),
+                        ("'3'", "3", "error")]
             else:
                 rows = _sweep_values(default)
+                if pname == "n_iter":  # 10**12 iterations is a valid, endless request
+                    rows = [r for r in rows if r[0] != "10**12"]
             for label, value, expect in rows:
                 kwargs = {**required, pname: value}
                 out.append(Probe(
@@ -465,8 +470,9 @@ def _handpicked():
         ("make_gp_functions", "X with NaN", dict(n_functions=2, n_points=3,
                                                  X=np.array([[0.0], [np.nan], [1.0]])),
          ("X",), "error"),
+        # documented: n_points and n_dims are ignored when X is given
         ("make_gp_functions", "X of another length", dict(n_functions=2, n_points=3,
-                                                          X=np.zeros((5, 1))), ("X",), "error"),
+                                                          X=np.zeros((5, 1))), ("X",), "ok"),
         ("make_gp_functions", "kernel 'bogus'", dict(n_functions=2, n_points=3,
                                                      kernel="bogus"), ("kernel",), "error"),
         ("make_planted_partition", "fewer samples than classes",

@@ -36,6 +36,7 @@ import contextlib
 import copy
 import math
 import numbers
+import os
 import warnings
 from dataclasses import dataclass, field
 
@@ -44,14 +45,13 @@ import scipy.sparse as sp
 import torch
 from sklearn.base import BaseEstimator
 from sklearn.utils._param_validation import HasMethods, StrOptions  # noqa: F401  (re-exported)
-from sklearn.utils._param_validation import Interval as _Interval
-from sklearn.utils.validation import check_is_fitted, validate_data  # noqa: F401
+from sklearn.utils.validation import _num_samples, check_is_fitted  # noqa: F401
 from skorch.callbacks import Callback, EarlyStopping
 from skorch.callbacks import scoring as skorch_scoring
 from skorch.helper import predefined_split
 from torch.utils.data import Dataset
 
-from ._checks import check_n_samples
+from ._checks import Interval, check_n_samples, memory_for, validate_data  # noqa: F401
 from ._engine import (  # noqa: F401  (re-exported for the estimators)
     SEED_BOUND,
     AcceleratedNet,
@@ -76,20 +76,15 @@ __all__ = [
 ]
 
 
-class Interval(_Interval):
-    """scikit-learn's ``Interval`` constraint that refuses booleans: ``True`` is not ``1`` for
-    an integer or real parameter here (``isinstance(True, numbers.Integral)`` holds)."""
-
-    def is_satisfied_by(self, val):
-        return not isinstance(val, (bool, np.bool_)) and super().is_satisfied_by(val)
-
+_FLOAT32_MAX = float(np.finfo(np.float32).max)
 
 #: Constraints of the training parameters every trainable estimator exposes (merge into the
 #: class's ``_parameter_constraints``).
 TRAINING_PARAMETER_CONSTRAINTS: dict = {
     "max_epochs": [Interval(numbers.Integral, 1, None, closed="left")],
-    "lr": [Interval(numbers.Real, 0, None, closed="neither")],
-    "weight_decay": [Interval(numbers.Real, 0, None, closed="left")],
+    # the optimiser multiplies float32 weights by lr and weight_decay: both must fit float32
+    "lr": [Interval(numbers.Real, 0, _FLOAT32_MAX, closed="neither")],
+    "weight_decay": [Interval(numbers.Real, 0, _FLOAT32_MAX, closed="left")],
     "batch_size": [Interval(numbers.Integral, 1, None, closed="left"), None],
     "early_stopping": ["boolean", StrOptions({"auto"})],
     "validation_fraction": [Interval(numbers.Real, 0, 1, closed="neither")],
@@ -101,6 +96,8 @@ TRAINING_PARAMETER_CONSTRAINTS: dict = {
     "random_state": ["random_state"],
     "verbose": ["verbose"],
     "callbacks": [list, tuple, None],
+    "mixed_precision": [StrOptions({"bf16", "fp16"}), None],
+    "accelerator": [HasMethods(["prepare", "backward"]), None],
 }
 
 
@@ -356,6 +353,9 @@ class EstimatorBase(BaseEstimator):
     @contextlib.contextmanager
     def _inference(self, mc_dropout=False):
         """Evaluation mode and no autograd; with ``mc_dropout`` only dropout layers train."""
+        # parameters that prediction reads (mixed_precision, inference_dtype, ...) may have
+        # been set after fit: check them here too, so a bad one is named, not a KeyError
+        self._validate_params()
         module = self.module_
         was_training = module.training
         module.eval()
@@ -407,7 +407,13 @@ class EstimatorBase(BaseEstimator):
         check_is_fitted(self)
         n_samples = check_n_samples(n_samples)
         inputs = self._prepare_predict(X, **predict_params)
-        return self._draw_samples(inputs, n_samples, draw_seed(random_state))
+        n_rows = _num_samples(X) if hasattr(X, "__len__") or hasattr(X, "shape") else 1
+        with memory_for(f"n_samples={n_samples} draws of {n_rows} rows",
+                        "draw fewer samples, in several calls with other random_state values"):
+            # the result holds at least n_rows * n_samples floats: reserving them (no page is
+            # touched) refuses a request the machine cannot hold before any network runs
+            np.empty((n_rows, n_samples))
+            return self._draw_samples(inputs, n_samples, draw_seed(random_state))
 
     def _draw_samples(self, inputs, n_samples, seed):
         """Monte Carlo dropout: ``n_samples`` stochastic forwards, mapped to predictions."""
@@ -551,7 +557,7 @@ class NeuralEstimatorBase(EstimatorBase):
 
     def _net_kwargs(self):
         """Extra keyword arguments of the skorch net (batching, collation)."""
-        return {"batch_size": self.batch_size or 128}
+        return {"batch_size": int(self.batch_size or 128)}  # torch refuses numpy ints
 
     def _extra_callbacks(self, train_ds, valid_ds):
         """Family callbacks added to the net, as ``(name, callback)`` pairs."""
@@ -646,18 +652,59 @@ class NeuralEstimatorBase(EstimatorBase):
         _, self.seed_, self.net_, self.module_, self.history_ = best
         self.init_scores_ = np.array(scores)
 
+    def _network_sizes(self):
+        return {k: v for k, v in self.get_params().items()
+                if k in ("hidden_dim", "n_layers", "n_heads", "ff_dim")}
+
+    def _check_network_fits(self, data):
+        """Refuse a network whose weights alone exceed the machine's memory, before building
+        it (a network of millions of layers would otherwise take an hour to build and fail).
+
+        The parameter count is extrapolated from networks of one and two layers built on
+        PyTorch's ``meta`` device (shapes only, no memory). That build costs about a second
+        the first time in a process (PyTorch loads its meta kernels), so it runs only when a
+        first-order count of the size parameters comes within 1/16 of the memory.
+        """
+        try:
+            memory = os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")
+        except (AttributeError, ValueError, OSError):  # no sysconf (Windows): not checked
+            return
+        sizes = {k: v or 0 for k, v in self._network_sizes().items()}
+        width = sizes.get("hidden_dim", 0)
+        rough = max(sizes.get("n_layers", 1), 1) * width * (
+            width * max(sizes.get("n_heads", 1), 1) + sizes.get("ff_dim", 0))
+        if 4 * rough < memory / 16:
+            return
+        counts = []
+        for n_layers in (1, 2):
+            probe = copy.copy(self)
+            if hasattr(probe, "n_layers"):
+                probe.n_layers = n_layers
+            try:
+                with torch.device("meta"):
+                    counts.append(sum(p.numel() for p in probe._build_module(data).parameters()))
+            except Exception:  # a network the meta device cannot build: leave it to the build
+                return
+        n_layers = getattr(self, "n_layers", 1)
+        n_params = counts[0] + (n_layers - 1) * (counts[1] - counts[0])
+        if 4 * n_params > memory:
+            raise MemoryError(
+                f"The network would hold {n_params:.3g} parameters ({4 * n_params / 2**30:.3g} "
+                f"GiB as float32, before gradients and optimiser state), more than this "
+                f"machine's {memory / 2**30:.3g} GiB of memory; its size comes from "
+                f"{self._network_sizes()}: lower them.")
+
     def _build_checked(self, data):
         """:meth:`_build_module`, with running out of memory reported as the parameters to
         lower."""
+        self._check_network_fits(data)
         try:
             return self._build_module(data)
         except (MemoryError, RuntimeError) as exc:
             if not isinstance(exc, MemoryError) and "alloc" not in str(exc).lower():
                 raise
-            sizes = {k: v for k, v in self.get_params().items()
-                     if k in ("hidden_dim", "n_layers", "n_heads", "ff_dim")}
             raise MemoryError(f"Building the network ran out of memory ({exc}); its size comes "
-                              f"from {sizes}: lower them.") from exc
+                              f"from {self._network_sizes()}: lower them.") from exc
 
     def _callbacks(self, *, monitor, lower_is_better, extra=()):
         cbs = [("finite_loss", FiniteLossGuard())]

@@ -7,17 +7,60 @@ so the estimators behave the same on data in any units.
 
 from __future__ import annotations
 
+import contextlib
 import numbers
 import warnings
 
 import numpy as np
+from sklearn.utils._param_validation import Interval as _Interval
+from sklearn.utils.validation import validate_data as _validate_data
 
 __all__ = [
+    "Interval",
     "check_n_samples",
     "check_sample_weight",
     "fit_scale",
+    "memory_for",
     "split_unlabelled",
+    "validate_data",
 ]
+
+
+class Interval(_Interval):
+    """scikit-learn's ``Interval`` constraint that refuses booleans: ``True`` is not ``1`` for
+    an integer or real parameter here (``isinstance(True, numbers.Integral)`` holds).
+
+    ``finite=True`` also refuses ``inf`` (scikit-learn's ``Interval`` already refuses
+    ``nan``): a parameter such as a noise scale or a jitter that enters arithmetic would turn
+    every output into ``inf`` or ``nan``.
+    """
+
+    def __init__(self, type, left, right, *, closed, finite=False):
+        super().__init__(type, left, right, closed=closed)
+        self.finite = finite
+
+    def is_satisfied_by(self, val):
+        if isinstance(val, (bool, np.bool_)) or not super().is_satisfied_by(val):
+            return False
+        return not self.finite or bool(np.isfinite(val))
+
+    def __str__(self):
+        text = super().__str__()
+        return text.replace(" ", " finite ", 1) if self.finite else text
+
+
+@contextlib.contextmanager
+def memory_for(what, fix):
+    """Re-raise a ``MemoryError`` inside the block with the request that caused it.
+
+    ``what`` names the arguments and values that size the allocation (e.g.
+    ``"n_samples=10**12"``), ``fix`` says what to do; numpy's own message (the byte count)
+    follows them.
+    """
+    try:
+        yield
+    except MemoryError as exc:
+        raise MemoryError(f"Not enough memory for {what} ({exc}); {fix}.") from exc
 
 
 def check_n_samples(n_samples, name="n_samples"):
@@ -26,6 +69,45 @@ def check_n_samples(n_samples, name="n_samples"):
             or n_samples < 1:
         raise ValueError(f"'{name}' must be an integer >= 1; got {n_samples!r}.")
     return int(n_samples)
+
+
+def _holds(values, kinds):
+    """Whether ``values`` (array-like or sparse) has a numpy dtype of one of ``kinds``."""
+    dtype = getattr(values, "dtype", None)
+    if dtype is None:
+        try:
+            dtype = np.asarray(values).dtype
+        except (TypeError, ValueError):
+            return False
+    return np.dtype(dtype).kind in kinds
+
+
+def validate_data(estimator, /, X="no_validation", y="no_validation", **kwargs):
+    """scikit-learn's ``validate_data``, whose errors about the shape and type of ``X`` (or
+    ``y``) also name the input and the estimator.
+
+    scikit-learn's "Expected 2D array, got 1D array" and "Complex data not supported" do
+    not say which argument they are about.
+    """
+    try:
+        return _validate_data(estimator, X, y, **kwargs)
+    except ValueError as exc:
+        msg, name = str(exc), type(estimator).__name__
+        if msg.startswith("Expected 2D array"):
+            raise ValueError(f"'X' of {name} has the wrong number of dimensions. {msg}") \
+                from exc
+        culprit = next((k for k, v in (("X", X), ("y", y)) if _holds(v, "c")), None)
+        if msg.startswith("Complex data not supported") and culprit:
+            raise ValueError(
+                f"Complex data not supported: '{culprit}' of {name} holds complex numbers; "
+                f"pass real numbers (e.g. np.real({culprit}), or the real and imaginary parts "
+                "as separate columns).") from exc
+        culprit = next((k for k, v in (("X", X), ("y", y)) if _holds(v, "OUS")), None)
+        if msg.startswith("could not convert") and culprit:
+            raise ValueError(
+                f"'{culprit}' of {name} must be numbers; {msg}. Encode text or categories as "
+                "numbers first (e.g. with sklearn.preprocessing.OneHotEncoder).") from exc
+        raise
 
 
 def fit_scale(values, *, weights=None, name="y", return_constant=False):
@@ -69,7 +151,12 @@ def check_target_length(y, n_rows, what="row"):
 
 
 def check_sample_weight(sample_weight, n, *, name="sample_weight"):
-    """Non-negative finite per-row weights as float64 of shape (n,); ``None`` gives ones."""
+    """Non-negative finite per-row weights as float64 of shape (n,); ``None`` gives ones.
+
+    The weights are rescaled to mean 1: the losses and statistics are weighted *means*, so
+    only their ratios matter, and weights such as ``1e-50`` or ``1e300`` would otherwise
+    underflow or overflow in the network's float32.
+    """
     if sample_weight is None:
         return np.ones(n)
     w = np.asarray(sample_weight)
@@ -87,6 +174,9 @@ def check_sample_weight(sample_weight, n, *, name="sample_weight"):
     if n and not w.any():
         raise ValueError(f"The sample weights in '{name}' are all zero; give some rows a "
                          "positive weight.")
+    if n:
+        w = w / w.max()  # in (0, 1]: the mean below cannot overflow
+        w = w / w.mean()
     return w
 
 

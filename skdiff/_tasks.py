@@ -10,6 +10,8 @@ raw network outputs to predictions and to Monte Carlo samples (sample axis last)
 
 from __future__ import annotations
 
+import numbers
+
 import numpy as np
 import torch
 from sklearn.base import ClassifierMixin, RegressorMixin
@@ -101,9 +103,18 @@ class ClassifierTask(ClassifierMixin, EstimatorBase):
             if unknown:
                 raise ValueError(f"'class_weight' names classes {sorted(unknown, key=str)} that "
                                  f"are not in y's classes {self.classes_.tolist()}.")
+            bad = {c: v for c, v in class_weight.items()
+                   if isinstance(v, bool) or not isinstance(v, numbers.Real)
+                   or not (np.isfinite(v) and v >= 0)}
+            if bad:
+                raise ValueError(f"'class_weight' must map classes to finite non-negative "
+                                 f"numbers; got {bad!r}.")
             class_weight = {int(np.searchsorted(self.classes_, c)): float(v)
                             for c, v in class_weight.items()}
         factors[labelled] = compute_sample_weight(class_weight, codes[labelled])
+        if labelled.any() and not factors[labelled].any():
+            raise ValueError(f"'class_weight' gives every labelled row a weight of 0 (got "
+                             f"{self.class_weight!r}); give some class a positive weight.")
         return factors
 
     def _criterion(self):
@@ -189,7 +200,9 @@ class RegressorTask(RegressorMixin, EstimatorBase):
             self.y_mean_, self.y_scale_ = fit_scale(y2[labelled], weights=w, name="y")
         elif y2.shape[1] != self.n_outputs_:
             raise ValueError(
-                f"y has {y2.shape[1]} outputs but the fitted network predicts {self.n_outputs_}."
+                f"y has {y2.shape[1]} outputs but the fitted network predicts {self.n_outputs_}; "
+                f"pass a y of {self.n_outputs_} output(s) to continue training, or call fit "
+                "(warm_start=False) to start a new network for the new outputs."
             )
         z = (y2 - self.y_mean_) / self.y_scale_
         return z.astype(np.float32), labelled, None, weights

@@ -18,6 +18,9 @@ import numbers
 import numpy as np
 from sklearn.base import clone
 from sklearn.utils import Bunch, check_random_state
+from sklearn.utils._param_validation import HasMethods, StrOptions, validate_params
+
+from ._checks import Interval, memory_for
 
 __all__ = ["hartmann3", "thompson_sampling"]
 
@@ -29,6 +32,7 @@ _H3_ALPHA = np.array([1.0, 1.2, 3.0, 3.2])
 HARTMANN3_MIN = -3.86278
 
 
+@validate_params({"X": ["array-like"]}, prefer_skip_nested_validation=True)
 def hartmann3(X):
     """The 3-D Hartmann function on :math:`[0, 1]^3` (minimum -3.86278 at
     (0.1146, 0.5556, 0.8525)): :math:`f(x) = -\\sum_{i=1}^4 \\alpha_i
@@ -44,11 +48,26 @@ def hartmann3(X):
     """
     X = np.atleast_2d(np.asarray(X, dtype=np.float64))
     if X.shape[-1] != 3:
-        raise ValueError(f"hartmann3 takes points of dimension 3; got shape {X.shape}.")
+        raise ValueError(f"'X' must hold points of dimension 3, of shape (n, 3), for hartmann3; "
+                         f"got shape {X.shape}.")
     d2 = (_H3_A[None] * (X[:, None, :] - _H3_P[None]) ** 2).sum(-1)  # [n, 4]
     return -(np.exp(-d2) * _H3_ALPHA).sum(-1)
 
 
+@validate_params(
+    {
+        "objective": [callable],
+        "bounds": ["array-like"],
+        "model": [None, StrOptions({"random"}), HasMethods(["fit", "sample_y"])],
+        "n_iter": [Interval(numbers.Integral, 0, None, closed="left")],
+        "n_init": [Interval(numbers.Integral, 1, None, closed="left")],
+        "n_candidates": [Interval(numbers.Integral, 1, None, closed="left")],
+        "random_state": ["random_state"],
+        "verbose": ["verbose"],
+    },
+    # the model's own fit validates its parameters
+    prefer_skip_nested_validation=False,
+)
 def thompson_sampling(objective, bounds, *, model=None, n_iter=20, n_init=3, n_candidates=64,
                       random_state=None, verbose=0):
     """Minimise a black-box ``objective`` by Thompson sampling on random candidate sets.
@@ -89,33 +108,40 @@ def thompson_sampling(objective, bounds, *, model=None, n_iter=20, n_init=3, n_c
     ((8, 3), (8,))
     """
     rng = check_random_state(random_state)
-    b = np.asarray(bounds, dtype=np.float64)
-    if b.ndim != 2 or b.shape[1] != 2 or np.any(b[:, 1] <= b[:, 0]):
-        raise ValueError(f"'bounds' must have shape (d, 2) with low < high; got {bounds!r}.")
-    for name, v, lo in (("n_iter", n_iter, 0), ("n_init", n_init, 1),
-                        ("n_candidates", n_candidates, 1)):
-        if isinstance(v, bool) or not isinstance(v, numbers.Integral) or v < lo:
-            raise ValueError(f"'{name}' must be an integer >= {lo}; got {v!r}.")
+    try:
+        b = np.asarray(bounds, dtype=np.float64)
+    except (TypeError, ValueError):
+        b = np.empty(0)
+    if b.ndim != 2 or b.shape[1] != 2 or not np.all(np.isfinite(b)) \
+            or not np.all(b[:, 1] > b[:, 0]):
+        raise ValueError(f"'bounds' must be finite numbers of shape (d, 2) with low < high; "
+                         f"got {bounds!r}.")
     d = b.shape[0]
     if model is None:
         from .ndp import NDPRegressor
 
         model = NDPRegressor(x_bounds=b, random_state=rng.randint(2**31 - 1))
-    elif not (isinstance(model, str) and model == "random"):
-        if not (hasattr(model, "fit") and hasattr(model, "sample_y")):
-            raise TypeError(
-                "'model' must be a regressor with fit and sample_y (e.g. NDPRegressor or "
-                f"GaussianProcessRegressor), 'random' or None; got {model!r}."
-            )
+    elif not isinstance(model, str):
         model = clone(model)
 
-    def uniform(n):
-        return b[:, 0] + (b[:, 1] - b[:, 0]) * rng.uniform(size=(n, d))
+    def uniform(n, name):
+        with memory_for(f"{name}={n} points in {d} dimensions", f"use a smaller {name}"):
+            return b[:, 0] + (b[:, 1] - b[:, 0]) * rng.uniform(size=(n, d))
 
-    X = uniform(n_init)
-    y = np.asarray(objective(X), dtype=np.float64).ravel()
+    def evaluate(X):
+        values = np.asarray(objective(X), dtype=np.float64)
+        if values.shape not in ((len(X),), (len(X), 1)) or not np.all(np.isfinite(values)):
+            raise ValueError(
+                f"'objective' must return one finite value per point, of shape ({len(X)},); "
+                f"got shape {values.shape} with values {values.ravel()[:4]!r} for "
+                f"{len(X)} points: check the objective."
+            )
+        return values.ravel()
+
+    X = uniform(n_init, "n_init")
+    y = evaluate(X)
     for it in range(n_iter):
-        cand = uniform(n_candidates)
+        cand = uniform(n_candidates, "n_candidates")
         if isinstance(model, str):
             pick = 0
         else:
@@ -124,7 +150,7 @@ def thompson_sampling(objective, bounds, *, model=None, n_iter=20, n_init=3, n_c
             pick = int(np.argmin(np.asarray(f).reshape(n_candidates, -1)[:, 0]))
         x_new = cand[pick:pick + 1]
         X = np.vstack([X, x_new])
-        y = np.concatenate([y, np.asarray(objective(x_new), dtype=np.float64).ravel()])
+        y = np.concatenate([y, evaluate(x_new)])
         if verbose:
             print(f"iter {it + 1}/{n_iter}: f = {y[-1]:.4f}, best = {y.min():.4f}", flush=True)
     best = int(np.argmin(y))

@@ -58,3 +58,22 @@ def test_bad_arguments():
         thompson_sampling(_objective, [(0, 1)], model="random", n_iter=-1)
     with pytest.raises(TypeError, match="sample_y"):
         thompson_sampling(_objective, [(0, 1)], model=object())
+    with pytest.raises(ValueError, match="'bounds' parameter of thompson_sampling must be an "
+                       "array-like. Got 'bogus' instead"):
+        thompson_sampling(_objective, "bogus", model="random")
+    with pytest.raises(ValueError, match="'bounds' must be finite numbers .*got \\[\\(0, nan\\)"):
+        thompson_sampling(_objective, [(0, np.nan)], model="random")
+    with pytest.raises(ValueError, match="'random_state' parameter .* Got 'seed' instead"):
+        thompson_sampling(_objective, [(0, 1)], model="random", random_state="seed")
+    with pytest.raises(MemoryError, match="n_init=1000000000000 points in 1 dimensions"):
+        thompson_sampling(_objective, [(0, 1)], model="random", n_init=10**12)
+    with pytest.raises(ValueError, match="'X' parameter of hartmann3 must be an array-like"):
+        hartmann3("bogus")
+
+
+@pytest.mark.parametrize("objective, shape", [(lambda X: np.full(len(X), np.nan), "\\(3,\\)"),
+                                              (lambda X: np.zeros((len(X), 2)), "\\(3, 2\\)")])
+def test_objective_must_return_one_finite_value_per_point(objective, shape):
+    with pytest.raises(ValueError, match=f"'objective' must return one finite value per point, "
+                       f"of shape \\(3,\\); got shape {shape}"):
+        thompson_sampling(objective, [(0, 1)], model="random", n_iter=1, random_state=0)

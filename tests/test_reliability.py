@@ -278,3 +278,117 @@ def test_parameter_and_input_errors_name_the_fix(series, graph):
     with pytest.raises(ValueError, match="different 'adjacency'"):
         reg.fit(Xc, Xc[:, -1, 0], adjacency=np.eye(3))
     assert pickle.loads(pickle.dumps(reg)).adjacency_.shape == (3, 3)
+
+
+@pytest.mark.parametrize("cls", [FlowformerRegressor, DIFFormerRegressor])
+@pytest.mark.parametrize("param, value, match", [
+    ("mixed_precision", "BF16", "must be a str among .*'bf16'.* or None. Got 'BF16'"),
+    ("mixed_precision", True, "must be a str among .* or None. Got True"),
+    ("accelerator", "cpu", "must be an object implementing 'prepare' and 'backward' or None. "
+                           "Got 'cpu'"),
+    ("lr", 1e300, "must be a float in the range \\(0.0, 3.40.*e\\+38\\). Got 1e\\+300"),
+    ("weight_decay", 1e300, "must be a float in the range \\[0.0, 3.40.*e\\+38\\). Got 1e\\+300"),
+])
+def test_training_parameters_are_checked_before_training(series, cls, param, value, match):
+    X, y = series
+    with pytest.raises(ValueError, match=f"The '{param}' parameter of {cls.__name__} {match}"):
+        cls(max_epochs=1, **{param: value}).fit(X[:20], y[:20])
+
+
+@pytest.mark.parametrize("param", ["mixed_precision", "inference_dtype", "uncertainty"])
+def test_a_parameter_set_after_fit_is_checked_by_predict(series, param):
+    X, y = series
+    reg = FlowformerRegressor(**{**FLOW, "max_epochs": 1}).fit(X[:40], y[:40])
+    reg.set_params(**{param: "bogus"})
+    with pytest.raises(ValueError, match=f"The '{param}' parameter of FlowformerRegressor must "
+                                         "be .* Got 'bogus' instead"):
+        reg.predict(X[:5])
+
+
+def test_batch_size_may_be_a_numpy_integer(series):
+    X, y = series
+    reg = FlowformerRegressor(**{**FLOW, "max_epochs": 1, "batch_size": np.int64(16)})
+    assert reg.fit(X[:40], y[:40]).predict(X[:5]).shape == (5,)
+
+
+@pytest.mark.parametrize("class_weight, match", [
+    ({0: np.nan}, "must map classes to finite non-negative numbers; got \\{0: nan\\}"),
+    ({0: -1.0}, "must map classes to finite non-negative numbers; got \\{0: -1.0\\}"),
+    ({0: np.inf}, "must map classes to finite non-negative numbers; got \\{0: inf\\}"),
+    ({0: "a"}, "must map classes to finite non-negative numbers; got \\{0: 'a'\\}"),
+    ({0: 0.0, 1: 0.0, 2: 0.0}, "gives every labelled row a weight of 0 .*give some class a "
+                               "positive weight"),
+])
+@pytest.mark.parametrize("cls", [FlowformerClassifier, DIFFormerClassifier])
+def test_class_weight_must_be_finite_non_negative_and_not_all_zero(graph, cls, class_weight,
+                                                                  match):
+    Xg, yg, _ = graph
+    with pytest.raises(ValueError, match=f"'class_weight' {match}"):
+        cls(max_epochs=1, class_weight=class_weight).fit(Xg, yg)
+
+
+@pytest.mark.parametrize("cls", [FlowformerRegressor, DIFFormerRegressor])
+def test_x_of_the_wrong_shape_or_type_is_named(series, cls):
+    X, y = series
+    with pytest.raises(ValueError, match=f"'X' of {cls.__name__} has the wrong number of "
+                                         "dimensions. Expected 2D array, got 1D array"):
+        cls(max_epochs=1).fit(X[:, 0], y)
+    with pytest.raises(ValueError, match=f"Complex data not supported: 'X' of {cls.__name__} "
+                                         "holds complex numbers; pass real numbers"):
+        cls(max_epochs=1).fit(X + 1j, y)
+
+
+def test_ndp_names_x_of_strings():
+    with pytest.raises(ValueError, match="'X' of NDPRegressor must be numbers; could not convert "
+                                         "string to float.*Encode text or categories"):
+        NDPRegressor().fit(np.array([["a"], ["b"]] * 5), np.arange(10.0))
+
+
+@pytest.mark.parametrize("sub", ["", "sub"])
+def test_a_cache_dir_that_is_a_file_is_named(tmp_path, sub):
+    a_file = tmp_path / "a_file"
+    a_file.write_text("x")
+    X = np.linspace(-1, 1, 10)[:, None]
+    with pytest.raises(NotADirectoryError, match="The 'cache_dir' parameter must be a folder for "
+                       "the trained priors; got .*a_file.*a file .* stands in the way"):
+        NDPRegressor(**_TINY_PRIOR, cache_dir=a_file / sub).fit(X, X[:, 0])
+
+
+def test_sample_posterior_refuses_more_samples_than_memory_holds(series):
+    X, y = series
+    reg = FlowformerRegressor(**{**FLOW, "max_epochs": 1}).fit(X[:40], y[:40])
+    # 10**13 draws of 5 rows exceed any address space: refused before the network runs
+    with pytest.raises(MemoryError, match="Not enough memory for n_samples=10000000000000 draws "
+                                          "of 5 rows .*draw fewer samples"):
+        reg.sample_posterior(X[:5], n_samples=10**13)
+
+
+@pytest.mark.parametrize("cls, params", [(DIFFormerRegressor, dict(n_layers=10**7)),
+                                         (FlowformerRegressor, dict(ff_dim=10**9))])
+def test_a_network_larger_than_memory_is_refused_before_it_is_built(series, cls, params):
+    X, y = series
+    # counted on the meta device: refused at once, not after building 10**7 layers
+    with pytest.raises(MemoryError, match="The network would hold .* parameters .* more than "
+                                          "this machine's .* of memory; its size comes from "
+                                          ".*: lower them"):
+        cls(max_epochs=1, **params).fit(X[:20], y[:20])
+
+
+@pytest.mark.parametrize("cls", [FlowformerRegressor, DIFFormerRegressor])
+@pytest.mark.parametrize("scale", [1e-50, 1e300])
+def test_sample_weights_of_any_common_scale_give_the_unweighted_fit(series, cls, scale):
+    X, y = series
+    # only the ratios of the weights matter; float32 would flush 1e-50 to 0 and 1e300 to inf
+    params = dict(max_epochs=2, random_state=0, device="cpu")
+    plain = cls(**params).fit(X[:40], y[:40]).predict(X[:10])
+    weighted = cls(**params).fit(X[:40], y[:40], sample_weight=np.full(40, scale))
+    np.testing.assert_allclose(weighted.predict(X[:10]), plain, rtol=1e-6, atol=1e-6)
+
+
+def test_partial_fit_with_another_number_of_outputs_says_what_to_pass(series):
+    X, y = series
+    reg = FlowformerRegressor(**{**FLOW, "max_epochs": 1}).partial_fit(X[:40], y[:40])
+    with pytest.raises(ValueError, match="y has 2 outputs but the fitted network predicts 1; "
+                                         "pass a y of 1 output\\(s\\) to continue training, or "
+                                         "call fit"):
+        reg.partial_fit(X[:40], np.c_[y[:40], y[:40]])

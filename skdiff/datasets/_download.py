@@ -46,6 +46,9 @@ def get_data_home(data_home=None) -> Path:
     """
     if data_home is None:
         data_home = os.environ.get(DATA_HOME_ENV) or Path.home() / "skdiff_data"
+    elif not isinstance(data_home, str | os.PathLike):
+        raise TypeError(f"'data_home' must be a folder path (str or path-like) or None; got "
+                        f"{data_home!r}.")
     return Path(data_home).expanduser()
 
 

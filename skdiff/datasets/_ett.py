@@ -5,6 +5,7 @@ from __future__ import annotations
 import numpy as np
 from sklearn.utils import Bunch
 
+from .._checks import memory_for
 from ._download import ensure_files, get_data_home, read_verified
 
 __all__ = ["fetch_ett", "load_ett"]
@@ -47,13 +48,13 @@ def _bad_line(rows, path):
 def _parse(data: bytes, path):
     """Dates and the 7 channels of an ETT CSV file, checked for shape, values and order."""
     try:
-        lines = data.decode("utf-8").splitlines()
+        lines = data.decode("utf-8-sig").splitlines()  # a byte-order mark is fine
     except UnicodeDecodeError as exc:
         raise ValueError(f"{path} is not a UTF-8 text file ({exc}).") from exc
     header = [c.strip() for c in lines[0].split(",")] if lines else []
     if header != ["date", *_COLUMNS]:
-        raise ValueError(f"{path} has the columns {header}; an ETT file has "
-                         f"{['date', *_COLUMNS]}.")
+        raise ValueError(f"{path} has the columns {header}; an ETT file must have the "
+                         f"columns {['date', *_COLUMNS]}, in this order.")
     rows = lines[1:]
     while rows and not rows[-1].strip():  # a trailing newline is fine, a gap is not
         rows.pop()
@@ -184,7 +185,9 @@ def load_ett(name="ETTh1", data_home=None, *, as_frame="auto", verify=True):
             f"{path} not found. Download it with {fetch_call} (or from {_URL}/{name}.csv into "
             f"{path.parent}), or pass data_home=<folder containing ett/{name}.csv>."
         )
-    dates, values = _parse(read_verified(path, verify=verify, fetch_call=fetch_call), path)
+    with memory_for(f"the lines of {path}", "it is not an ETT file: delete it and run "
+                    f"{fetch_call}"):
+        dates, values = _parse(read_verified(path, verify=verify, fetch_call=fetch_call), path)
     columns = list(_COLUMNS)
     train_index, val_index, test_index = _standard_split(name, len(values))
     return Bunch(

@@ -6,6 +6,9 @@ import numbers
 
 import numpy as np
 from sklearn.utils import Bunch, check_random_state
+from sklearn.utils._param_validation import StrOptions, validate_params
+
+from .._checks import Interval, memory_for
 
 __all__ = ["KERNELS", "gp_kernel", "make_gp_functions"]
 
@@ -112,22 +115,19 @@ def _as_range(value, name):
     return lo, hi
 
 
-def _checked_prior(kernel, variance, noise, jitter, domain):
+def _checked_prior(kernel, domain):
     """The kernel names (a list) and the domain bounds ``(low, high)``, all checked."""
     kernels = [kernel] if isinstance(kernel, str) else list(kernel)
-    if not kernels or any(k not in KERNELS for k in kernels):
+    if not kernels or any(not isinstance(k, str) or k not in KERNELS for k in kernels):
         raise ValueError(
             f"'kernel' must be one of {KERNELS} or a list of them; got {kernel!r}."
         )
-    for name, value in (("variance", variance), ("noise", noise), ("jitter", jitter)):
-        if not isinstance(value, numbers.Real) or value < 0 or (name == "variance" and
-                                                                value == 0):
-            raise ValueError(f"'{name}' must be a non-negative number (variance > 0); got "
-                             f"{value!r}.")
-    lo, hi = (float(v) for v in domain)
-    if not hi > lo:
-        raise ValueError(f"'domain' must be (low, high) with low < high; got {domain!r}.")
-    return kernels, lo, hi
+    if not (len(domain) == 2 and all(isinstance(v, numbers.Real) and not isinstance(v, bool)
+                                     and np.isfinite(v) for v in domain)
+            and domain[1] > domain[0]):
+        raise ValueError(f"'domain' must be (low, high), two finite numbers with low < high; "
+                         f"got {domain!r}.")
+    return kernels, float(domain[0]), float(domain[1])
 
 
 def _layout(n_points, n_dims, X, n, rng):
@@ -163,6 +163,27 @@ def _padded_kernels(X, mask, kernels, which, ls, *, variance, period, jitter):
     return K
 
 
+_POSITIVE_INT = Interval(numbers.Integral, 1, None, closed="left")
+
+
+@validate_params(
+    {
+        "n_functions": [_POSITIVE_INT],
+        "n_points": [_POSITIVE_INT, tuple, list, None],
+        "n_dims": [_POSITIVE_INT, tuple, list, None],
+        "kernel": [StrOptions(set(KERNELS)), list, tuple],
+        "lengthscale": [Interval(numbers.Real, 0, None, closed="neither", finite=True), tuple,
+                        callable],
+        "variance": [Interval(numbers.Real, 0, None, closed="neither", finite=True)],
+        "noise": [Interval(numbers.Real, 0, None, closed="left", finite=True)],
+        "domain": [tuple, list],
+        "period": [Interval(numbers.Real, 0, None, closed="neither", finite=True)],
+        "jitter": [Interval(numbers.Real, 0, None, closed="left", finite=True)],
+        "X": ["array-like", None],
+        "random_state": ["random_state"],
+    },
+    prefer_skip_nested_validation=True,
+)
 def make_gp_functions(n_functions, n_points, n_dims=1, *, kernel="se", lengthscale=0.25,
                       variance=1.0, noise=0.0025, domain=(-2.0, 2.0), period=1.0,
                       jitter=1e-6, X=None, random_state=None):
@@ -242,13 +263,19 @@ def make_gp_functions(n_functions, n_points, n_dims=1, *, kernel="se", lengthsca
     >>> data.X.shape[2], (~data.mask).sum(axis=1).tolist() == data.n_points.tolist()
     (2, True)
     """
-    if isinstance(n_functions, bool) or not isinstance(n_functions, numbers.Integral) or (
-        n_functions < 1
-    ):
-        raise ValueError(f"'n_functions' must be an int >= 1; got {n_functions!r}.")
     rng = check_random_state(random_state)
-    kernels, lo, hi = _checked_prior(kernel, variance, noise, jitter, domain)
+    kernels, lo, hi = _checked_prior(kernel, domain)
     n = int(n_functions)
+    with memory_for(f"n_functions={n_functions} functions of n_points={n_points} points in "
+                    f"n_dims={n_dims} dimensions",
+                    "draw fewer or smaller functions, in several calls if need be"):
+        return _draw(n, n_points, n_dims, X, kernels, lengthscale, lo, hi, variance=variance,
+                     noise=noise, period=period, jitter=jitter, rng=rng)
+
+
+def _draw(n, n_points, n_dims, X, kernels, lengthscale, lo, hi, *, variance, noise, period,
+          jitter, rng):
+    """The body of :func:`make_gp_functions`, on checked arguments."""
     counts, dims, X_fixed = _layout(n_points, n_dims, X, n, rng)
     which = rng.randint(len(kernels), size=n)
     ls = _draw_lengthscales(lengthscale, n, rng)

@@ -7,6 +7,9 @@ import numbers
 import numpy as np
 import scipy.sparse as sp
 from sklearn.utils import check_random_state
+from sklearn.utils._param_validation import validate_params
+
+from .._checks import Interval, memory_for
 
 __all__ = [
     "make_graph_signal",
@@ -16,9 +19,10 @@ __all__ = [
 ]
 
 
-def _check_prob(value, name):
-    if not isinstance(value, numbers.Real) or not 0 <= value <= 1:
-        raise ValueError(f"The '{name}' parameter must be a probability in [0, 1]; got {value!r}.")
+_POSITIVE_INT = Interval(numbers.Integral, 1, None, closed="left")
+_COUNT = Interval(numbers.Integral, 0, None, closed="left")
+_PROBABILITY = Interval(numbers.Real, 0, 1, closed="both")
+_SCALE = Interval(numbers.Real, 0, None, closed="left", finite=True)
 
 
 def _lower_triangle(pick):
@@ -63,6 +67,18 @@ def _planted_edges(members, p_in, p_out, rng):
     return np.concatenate(rows), np.concatenate(cols)
 
 
+@validate_params(
+    {
+        "n_samples": [_POSITIVE_INT],
+        "n_classes": [_POSITIVE_INT],
+        "p_in": [_PROBABILITY],
+        "p_out": [_PROBABILITY],
+        "n_features": [_POSITIVE_INT],
+        "feature_signal": [Interval(numbers.Real, None, None, closed="neither", finite=True)],
+        "random_state": ["random_state"],
+    },
+    prefer_skip_nested_validation=True,
+)
 def make_planted_partition(n_samples=600, n_classes=3, *, p_in=0.05, p_out=0.005,
                            n_features=16, feature_signal=0.0, random_state=None):
     """A planted-partition (stochastic block) graph with Gaussian node features.
@@ -104,17 +120,19 @@ def make_planted_partition(n_samples=600, n_classes=3, *, p_in=0.05, p_out=0.005
     >>> X.shape, A.shape, bool((A != A.T).nnz == 0)
     ((300, 16), (300, 300), True)
     """
-    for name, v in (("n_samples", n_samples), ("n_classes", n_classes),
-                    ("n_features", n_features)):
-        if not isinstance(v, numbers.Integral) or v < 1:
-            raise ValueError(f"The '{name}' parameter must be a positive int; got {v!r}.")
     if n_classes > n_samples:
         raise ValueError(
             f"'n_classes' ({n_classes}) must not exceed 'n_samples' ({n_samples})."
         )
-    _check_prob(p_in, "p_in")
-    _check_prob(p_out, "p_out")
     rng = check_random_state(random_state)
+    with memory_for(f"n_samples={n_samples} nodes with n_features={n_features} features",
+                    "draw a smaller graph"):
+        return _planted_partition(n_samples, n_classes, p_in, p_out, n_features,
+                                  feature_signal, rng)
+
+
+def _planted_partition(n_samples, n_classes, p_in, p_out, n_features, feature_signal, rng):
+    """The body of :func:`make_planted_partition`, on checked arguments."""
     y = np.arange(n_samples) % n_classes
     rng.shuffle(y)
     members = [np.flatnonzero(y == c) for c in range(n_classes)]
@@ -127,6 +145,11 @@ def make_planted_partition(n_samples=600, n_classes=3, *, p_in=0.05, p_out=0.005
     X = rng.normal(size=(n_samples, n_features)) + feature_signal * means[y]
     return X, y, A
 
+
+@validate_params(
+    {"y": ["array-like"], "n_per_class": [_POSITIVE_INT], "random_state": ["random_state"]},
+    prefer_skip_nested_validation=True,
+)
 def make_label_mask(y, n_per_class, *, random_state=None):
     """Keep ``n_per_class`` labels per class and mark every other row ``-1`` (unlabelled).
 
@@ -154,32 +177,71 @@ def make_label_mask(y, n_per_class, *, random_state=None):
     >>> int((y_semi != -1).sum())
     6
     """
-    y = np.asarray(y)
-    if not isinstance(n_per_class, numbers.Integral) or n_per_class < 1:
-        raise ValueError(
-            f"The 'n_per_class' parameter must be a positive int; got {n_per_class!r}."
-        )
-    keep = random_split_per_class(y, n_per_class, random_state=random_state)[0]
+    y = _labels(y)
+    keep = random_split_per_class(y, n_per_class, n_val=0, n_test=0,
+                                  random_state=random_state)[0]
     out = np.full(y.shape, -1, dtype=y.dtype if y.dtype.kind in "iu" else object)
     out[keep] = y[keep]
     return out
 
 
+def _labels(y):
+    """``y`` as a 1-D numpy array of labels, or a ``ValueError`` naming it."""
+    y = np.asarray(y)
+    if y.ndim != 1:
+        raise ValueError(f"'y' must be a 1-D array of labels, one per row; got shape {y.shape}.")
+    return y
+
+
+@validate_params(
+    {
+        "y": ["array-like"],
+        "n_per_class": [_POSITIVE_INT],
+        "n_val": [_COUNT],
+        "n_test": [_COUNT],
+        "random_state": ["random_state"],
+        "ignore": [Interval(numbers.Integral, None, None, closed="neither"), None],
+    },
+    prefer_skip_nested_validation=True,
+)
 def random_split_per_class(y, n_per_class=20, *, n_val=500, n_test=1000, random_state=None,
                            ignore=-1):
     """The 20-labels-per-class protocol: ``n_per_class`` train nodes per class, then random
     validation and test nodes among the rest (as the DIFFormer/GCN scripts draw them).
 
-    Rows whose label equals ``ignore`` are never drawn.
+    Parameters
+    ----------
+    y : array-like of shape (n_samples,)
+        Labels.
+    n_per_class : int, default=20
+        Training rows per class (all of a class when it has fewer).
+    n_val, n_test : int, default=500, 1000
+        Validation and test rows, drawn among the rows left after the training draw; their
+        sum must not exceed those rows.
+    random_state : int, RandomState instance or None, default=None
+        Seed.
+    ignore : int or None, default=-1
+        Rows of integer ``y`` with this label (the unlabelled marker) are never drawn;
+        ``None`` draws every row.
 
     Returns
     -------
     train_idx, val_idx, test_idx : ndarray of int
         Sorted, disjoint index arrays.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from skdiff.datasets import random_split_per_class
+    >>> train, val, test = random_split_per_class(np.repeat([0, 1], 10), 2, n_val=4,
+    ...                                           n_test=6, random_state=0)
+    >>> len(train), len(val), len(test)
+    (4, 4, 6)
     """
-    y = np.asarray(y)
+    y = _labels(y)
     rng = check_random_state(random_state)
-    valid = np.flatnonzero(y != ignore) if y.dtype.kind in "iu" else np.arange(y.size)
+    drawable = ignore is not None and y.dtype.kind in "iu"
+    valid = np.flatnonzero(y != ignore) if drawable else np.arange(y.size)
     train = []
     for c in np.unique(y[valid]):
         idx = valid[y[valid] == c]
@@ -187,11 +249,25 @@ def random_split_per_class(y, n_per_class=20, *, n_val=500, n_test=1000, random_
     train = np.sort(np.concatenate(train))
     rest = rng.permutation(np.setdiff1d(valid, train))
     if n_val + n_test > rest.size:
-        n_val = min(n_val, rest.size)
-        n_test = min(n_test, rest.size - n_val)
+        raise ValueError(
+            f"n_val={n_val} + n_test={n_test} exceed the {rest.size} rows left after drawing "
+            f"{train.size} training rows (n_per_class={n_per_class}); pass n_val + n_test <= "
+            f"{rest.size}, or a smaller n_per_class."
+        )
     return train, np.sort(rest[:n_val]), np.sort(rest[n_val:n_val + n_test])
 
 
+@validate_params(
+    {
+        "n_samples": [_POSITIVE_INT],
+        "n_neighbors": [_POSITIVE_INT],
+        "n_features": [_POSITIVE_INT],
+        "feature_noise": [_SCALE],
+        "noise": [_SCALE],
+        "random_state": ["random_state"],
+    },
+    prefer_skip_nested_validation=True,
+)
 def make_graph_signal(n_samples=300, *, n_neighbors=6, n_features=6, feature_noise=1.0,
                       noise=0.05, random_state=None):
     """A smooth signal on a nearest-neighbour graph: graph regression with noisy features.
@@ -233,19 +309,19 @@ def make_graph_signal(n_samples=300, *, n_neighbors=6, n_features=6, feature_noi
     >>> X.shape, y.shape, bool((A != A.T).nnz == 0)
     ((200, 6), (200,), True)
     """
-    from sklearn.neighbors import kneighbors_graph
-
-    for name, v in (("n_samples", n_samples), ("n_neighbors", n_neighbors),
-                    ("n_features", n_features)):
-        if isinstance(v, bool) or not isinstance(v, numbers.Integral) or v < 1:
-            raise ValueError(f"'{name}' must be an integer >= 1; got {v!r}.")
     if n_neighbors >= n_samples:
         raise ValueError(f"'n_neighbors' ({n_neighbors}) must be below 'n_samples' "
                          f"({n_samples}).")
-    for name, v in (("feature_noise", feature_noise), ("noise", noise)):
-        if not isinstance(v, numbers.Real) or v < 0:
-            raise ValueError(f"'{name}' must be a number >= 0; got {v!r}.")
     rng = check_random_state(random_state)
+    with memory_for(f"n_samples={n_samples} nodes with n_features={n_features} features",
+                    "draw a smaller graph"):
+        return _graph_signal(n_samples, n_neighbors, n_features, feature_noise, noise, rng)
+
+
+def _graph_signal(n_samples, n_neighbors, n_features, feature_noise, noise, rng):
+    """The body of :func:`make_graph_signal`, on checked arguments."""
+    from sklearn.neighbors import kneighbors_graph
+
     pos = rng.uniform(size=(n_samples, 2))
     A = kneighbors_graph(pos, n_neighbors, include_self=False)
     A = A.maximum(A.T).tocsr()

@@ -11,6 +11,7 @@ import numpy as np
 import scipy.sparse as sp
 from sklearn.utils import Bunch
 
+from .._checks import memory_for
 from ._download import ensure_files, get_data_home, read_verified
 
 __all__ = ["fetch_planetoid", "load_planetoid"]
@@ -151,7 +152,10 @@ def _test_ids(data: bytes, path, n_test, first, n_nodes, allx_name):
             "graph."
         )
     if np.unique(ids).size != ids.size:
-        raise ValueError(f"{path} lists a test node id twice.")
+        twice = int(np.flatnonzero(np.bincount(ids - first) > 1)[0]) + first
+        raise ValueError(f"{path} lists the test node id {twice} twice; a test index names "
+                         "each test node once: the file is corrupted, delete it and fetch it "
+                         "again.")
     return ids
 
 
@@ -334,6 +338,15 @@ def load_planetoid(name="cora", data_home=None, *, verify=True):
     raw = {part: read_verified(path, verify=verify, fetch_call=fetch_call)
            for part, path in paths.items()}
     objs = {part: _unpickle(raw[part], paths[part], fetch_call) for part in _PICKLED}
+    # a corrupted or hand-made graph may name absurd node ids: its arrays would not fit
+    with memory_for(f"the graph of the Planetoid files ind.{name}.* in {folder}",
+                    f"they are corrupted or not Planetoid files: delete them and run "
+                    f"{fetch_call}"):
+        return _assembled(name, objs, raw, paths)
+
+
+def _assembled(name, objs, raw, paths):
+    """The :func:`load_planetoid` Bunch from the parsed files, checked."""
     y, tx, ty, allx, ally = _checked_blocks(objs, paths)
     n_train, n_allx = y.shape[0], allx.shape[0]
     rows, cols, n_graph = _graph_edges(objs["graph"], paths["graph"])

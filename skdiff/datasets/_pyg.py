@@ -13,6 +13,8 @@ import numpy as np
 import scipy.sparse as sp
 from sklearn.utils import Bunch
 
+from .._checks import memory_for
+
 __all__ = ["edge_index_to_adjacency", "from_pyg"]
 
 
@@ -121,8 +123,11 @@ def _adjacency(edge_index, n_nodes, edge_weight, names):
     ei = _edge_array(edge_index, index_name)
     n_nodes = _node_count(ei, n_nodes, index_name)
     w = _edge_weights(edge_weight, ei.shape[1], weight_name)
-    # COO -> CSR sums the weights of repeated (source, target) pairs.
-    A = sp.csr_matrix((w, (ei[0], ei[1])), shape=(n_nodes, n_nodes))
+    # COO -> CSR sums the weights of repeated (source, target) pairs; its row pointer has
+    # n_nodes + 1 entries
+    with memory_for(f"the row pointer of a {n_nodes}-node sparse adjacency",
+                    "check n_nodes (None counts the nodes in edge_index)"):
+        A = sp.csr_matrix((w, (ei[0], ei[1])), shape=(n_nodes, n_nodes))
     A.sum_duplicates()
     A.eliminate_zeros()
     return A

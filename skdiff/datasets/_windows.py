@@ -71,7 +71,10 @@ def make_windows(series, window, horizon, stride=1, *, target=None):
             f"{window + horizon}; use a shorter window or horizon."
         )
     if series.ndim == 1 and target is not None:
-        raise ValueError("'target' selects channels of a 2-D series; the series is 1-D.")
+        raise ValueError(
+            f"'target' selects channels of a 2-D series (T, C); got target={target!r} for a "
+            f"1-D series of shape {series.shape}: pass target=None, or a 2-D series."
+        )
     # (T - L + 1, L[, C]) view: the window axis comes last from sliding_window_view
     span = window + horizon
     view = sliding_window_view(series, span, axis=0)[::stride]

@@ -11,7 +11,7 @@ import numbers
 import numpy as np
 import scipy.sparse as sp
 import torch
-from sklearn.utils.validation import check_is_fitted, validate_data
+from sklearn.utils.validation import check_is_fitted
 from skorch.callbacks import Callback
 
 from .._base import (
@@ -23,7 +23,7 @@ from .._base import (
     derive_seed,
     first_item,
 )
-from .._checks import check_sample_weight, check_target_length
+from .._checks import check_sample_weight, check_target_length, validate_data
 from .._docs import fill_doc, parse_docs
 from .._graph import Graph, check_adjacency, check_node_ids
 from .._tasks import ClassifierTask, RegressorTask

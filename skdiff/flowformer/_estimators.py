@@ -12,7 +12,7 @@ import weakref
 
 import numpy as np
 import torch
-from sklearn.utils.validation import _num_samples, check_is_fitted, validate_data
+from sklearn.utils.validation import _num_samples, check_is_fitted
 
 from .._base import (
     TRAINING_PARAMETER_CONSTRAINTS,
@@ -21,7 +21,7 @@ from .._base import (
     NeuralEstimatorBase,
     StrOptions,
 )
-from .._checks import check_sample_weight, check_target_length, fit_scale
+from .._checks import check_sample_weight, check_target_length, fit_scale, validate_data
 from .._docs import fill_doc, parse_docs
 from .._engine import StartAsEpochZero
 from .._graph import check_adjacency

@@ -575,4 +575,10 @@ def log_likelihood_scorer(estimator, X, y):
     ``make_scorer`` wrapper would need ``predict`` outputs, but the likelihood needs the
     predictive variance, which only the estimator can provide.
     """
+    if not callable(getattr(estimator, "log_likelihood", None)):
+        raise TypeError(
+            "log_likelihood_scorer scores an estimator with a log_likelihood method (an "
+            f"NDPRegressor); got a {type(estimator).__name__}. Use an NDPRegressor, or a "
+            "scikit-learn scoring string such as 'neg_mean_squared_error' for this estimator."
+        )
     return estimator.log_likelihood(X, y)

@@ -131,7 +131,13 @@ def trained_prior(config, *, max_epochs, steps_per_epoch, seed, device, cache_di
     if mem_key in _MEMORY:
         return _MEMORY[mem_key]
     folder = Path(cache_dir)
-    folder.mkdir(parents=True, exist_ok=True)
+    try:
+        folder.mkdir(parents=True, exist_ok=True)
+    except (FileExistsError, NotADirectoryError) as exc:
+        raise NotADirectoryError(
+            f"The 'cache_dir' parameter must be a folder for the trained priors; got "
+            f"{str(cache_dir)!r}, where a file ({exc.filename}) stands in the way. Pass "
+            "another folder, or cache_dir=None for the default one.") from exc
     pt, js = folder / f"prior_{key}.pt", folder / f"prior_{key}.json"
     with FileLock(str(folder / f"prior_{key}.lock")):
         state = _load_entry(pt, js, source, config)

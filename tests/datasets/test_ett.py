@@ -60,9 +60,16 @@ def test_toy_file_and_clipped_split(tmp_path):
 _LINES = TOY_ETT.splitlines(keepends=True)
 
 
+def test_a_byte_order_mark_is_read(tmp_path):
+    write_ett(tmp_path / "ett" / "ETTh1.csv", b"\xef\xbb\xbf" + TOY_ETT.encode())
+    d = load_ett("ETTh1", data_home=tmp_path, verify=False, as_frame=False)
+    np.testing.assert_array_equal(d.target, [30.531, 27.787, 27.787, 25.044])
+
+
 @pytest.mark.parametrize("text, match", [
     ("date,A,B\n2016-07-01 00:00:00,1,2\n",
-     r"has the columns \['date', 'A', 'B'\]; an ETT file has \['date', 'HUFL'"),
+     r"has the columns \['date', 'A', 'B'\]; an ETT file must have the columns \['date', "
+     r"'HUFL'.*'OT'\], in this order"),
     (TOY_ETT.replace("OT\n", "Oil\n"), r"has the columns \[.*'Oil'\]"),
     ("", r"has the columns \[\]"),
     (_LINES[0], "has a header but no data rows"),

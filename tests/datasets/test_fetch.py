@@ -224,3 +224,9 @@ def test_name_is_checked_before_any_download(tmp_path):
     with pytest.raises(ValueError, match="'name' must be one of"):
         fetch_ett("ETTh3", tmp_path)
     assert not list(tmp_path.iterdir())
+
+
+@pytest.mark.parametrize("data_home", [3, np.nan])
+def test_data_home_must_be_a_path(data_home):
+    with pytest.raises(TypeError, match=f"'data_home' must be a folder path .*; got {data_home}"):
+        load_planetoid("cora", data_home=data_home)

@@ -83,11 +83,17 @@ def test_lengthscale_callable_and_errors():
     d = make_gp_functions(6, 5, lengthscale=lambda rng, n: rng.uniform(0.1, 0.2, n),
                           random_state=0)
     assert np.all((d.lengthscale >= 0.1) & (d.lengthscale <= 0.2))
-    with pytest.raises(ValueError, match="'kernel' must be one of"):
+    with pytest.raises(ValueError, match="'kernel' parameter of make_gp_functions must be a str "
+                       "among .*Got 'rbf' instead"):
         make_gp_functions(2, 5, kernel="rbf")
+    with pytest.raises(ValueError, match="'kernel' must be one of .* got \\['se', 3\\]"):
+        make_gp_functions(2, 5, kernel=["se", 3])
     with pytest.raises(ValueError, match="'lengthscale' must be a positive number, a tuple"):
         make_gp_functions(2, 5, lengthscale=("gamma", 1, 2))
     with pytest.raises(ValueError, match="'lengthscale' values must be finite and > 0"):
+        make_gp_functions(2, 5, lengthscale=("uniform", -2.0, -1.0))
+    with pytest.raises(ValueError, match="'lengthscale' parameter .* must be a finite float in "
+                       "the range \\(0.0, inf\\).*Got -1.0 instead"):
         make_gp_functions(2, 5, lengthscale=-1.0)
     with pytest.raises(ValueError, match="must return 2 values"):
         make_gp_functions(2, 5, lengthscale=lambda rng, n: [1.0])
@@ -95,5 +101,26 @@ def test_lengthscale_callable_and_errors():
         make_gp_functions(2, (5, 3))
     with pytest.raises(ValueError, match="'X' must be a finite array"):
         make_gp_functions(2, 5, X=np.zeros((3, 4, 1)))
-    with pytest.raises(ValueError, match="'domain' must be"):
+    with pytest.raises(ValueError, match="'domain' must be \\(low, high\\), two finite numbers "
+                       "with low < high; got \\(1, 1\\)"):
         make_gp_functions(2, 5, domain=(1, 1))
+    with pytest.raises(ValueError, match="'domain' must be .* got \\('a', 'b'\\)"):
+        make_gp_functions(2, 5, domain=("a", "b"))
+
+
+@pytest.mark.parametrize("name, value", [("jitter", np.inf), ("jitter", np.nan),
+                                         ("noise", np.inf), ("variance", np.inf),
+                                         ("period", np.nan)])
+def test_non_finite_scales_are_refused(name, value):
+    # a non-finite scale would make every drawn value non-finite
+    with pytest.raises(ValueError, match=f"'{name}' parameter of make_gp_functions must be a "
+                       f"finite float in the range .*Got {value} instead"):
+        make_gp_functions(2, 5, **{name: value})
+
+
+def test_bad_seed_and_huge_request_name_the_argument():
+    with pytest.raises(ValueError, match="'random_state' parameter .*Got -1 instead"):
+        make_gp_functions(2, 5, random_state=-1)
+    with pytest.raises(MemoryError, match="Not enough memory for n_functions=1000000000000 "
+                       "functions.*draw fewer or smaller functions"):
+        make_gp_functions(10**12, 5)

@@ -28,8 +28,16 @@ def test_planted_partition_is_seeded_and_features_are_noise():
     X, y, _ = a
     # pure noise features: class means are close
     assert np.abs(X[y == 0].mean(0) - X[y == 1].mean(0)).max() < 0.5
-    with pytest.raises(ValueError, match="'p_in' parameter must be a probability"):
+    with pytest.raises(ValueError, match="'p_in' parameter of make_planted_partition must be "
+                       "a float in the range \\[0.0, 1.0\\]. Got 2 instead"):
         make_planted_partition(10, 2, p_in=2)
+    with pytest.raises(ValueError, match="'n_features' parameter .* Got True instead"):
+        make_planted_partition(10, 2, n_features=True)
+    with pytest.raises(ValueError, match="'feature_signal' parameter .* must be a finite float"
+                       ".* Got inf instead"):
+        make_planted_partition(10, 2, feature_signal=np.inf)
+    with pytest.raises(MemoryError, match="n_samples=1000000000000 nodes"):
+        make_planted_partition(10**12, 2)
 
 
 def test_label_mask_and_split():
@@ -42,5 +50,28 @@ def test_label_mask_and_split():
                                         random_state=0)
     assert len(tr) == 20 and len(va) == 20 and len(te) == 30
     assert not (set(tr) & set(va)) and not (set(va) & set(te))
-    with pytest.raises(ValueError, match="'n_per_class' parameter must be a positive int"):
+    with pytest.raises(ValueError, match="'n_per_class' parameter of make_label_mask must be an "
+                       "int in the range \\[1, inf\\). Got 0 instead"):
         make_label_mask(y, 0)
+    with pytest.raises(ValueError, match="'y' parameter of make_label_mask must be an "
+                       "array-like. Got 'bogus' instead"):
+        make_label_mask("bogus", 2)
+    with pytest.raises(ValueError, match="'n_per_class' parameter of random_split_per_class .*"
+                       "Got None instead"):
+        random_split_per_class(y, None)
+    with pytest.raises(ValueError, match="'random_state' parameter .* Got 'seed' instead"):
+        random_split_per_class(y, 2, random_state="seed")
+    with pytest.raises(ValueError, match="'ignore' parameter .* Got 2.5 instead"):
+        random_split_per_class(y, 2, ignore=2.5)
+    with pytest.raises(ValueError, match="n_val=500 \\+ n_test=1000 exceed the 84 rows left "
+                       "after drawing 6 training rows \\(n_per_class=2\\); pass n_val \\+ n_test "
+                       "<= 84, or a smaller n_per_class"):
+        random_split_per_class(y, 2)
+
+
+def test_split_ignore_none_draws_the_marked_rows():
+    y = np.repeat([-1, 0, 1], 4)
+    tr, _, _ = random_split_per_class(y, 4, n_val=0, n_test=0, ignore=None)
+    np.testing.assert_array_equal(tr, np.arange(12))
+    tr, _, _ = random_split_per_class(y, 4, n_val=0, n_test=0)
+    np.testing.assert_array_equal(tr, np.arange(4, 12))

@@ -174,11 +174,20 @@ def test_corrupt_pickle_names_the_file(tmp_path, damage):
         load_planetoid("cora", data_home=tmp_path, verify=False)
 
 
+def test_a_graph_naming_an_absurd_node_id_is_named(tmp_path):
+    parts, test_ids = toy_planetoid()
+    write_planetoid(tmp_path / "planetoid", {**parts, "graph": {0: [10**13], 1: [0]}}, test_ids)
+    with pytest.raises(MemoryError, match=r"graph of the Planetoid files ind.cora.\* in .*"
+                                          r"corrupted or not Planetoid files: delete them and "
+                                          r"run skdiff.datasets.fetch_planetoid\('cora'\)"):
+        load_planetoid("cora", data_home=tmp_path, verify=False)
+
+
 @pytest.mark.parametrize("ids, match", [
     ("-1\n8\n10\n", r"test node ids outside \[6, 10\): \[-1, 10\]"),
     ("9\n6\n10\n", r"outside \[6, 10\): \[10\]"),
     ("9\n5\n8\n", r"outside \[6, 10\): \[5\].*follow the 6 rows of ind.cora.allx"),
-    ("9\n9\n8\n", "lists a test node id twice"),
+    ("9\n9\n8\n", "lists the test node id 9 twice; a test index names each test node once"),
     ("9\n6\n", "lists 2 test node ids, but the test feature block has 3 rows"),
     ("9\n6\nseven\n", "must list one integer node id per line"),
     ("9\n6\n8.5\n", "must list one integer node id per line"),

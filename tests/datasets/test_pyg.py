@@ -160,3 +160,8 @@ def test_from_pyg_validation(edit, match):
     data, _ = _data(**edit)
     with pytest.raises(ValueError, match=match):
         from_pyg(data)
+
+
+def test_huge_node_count_names_n_nodes():
+    with pytest.raises(MemoryError, match="1000000000000-node sparse adjacency.*check n_nodes"):
+        edge_index_to_adjacency(np.array([[0], [1]]), n_nodes=10**12)

@@ -48,7 +48,8 @@ def test_errors():
         make_windows(np.zeros((5, 2, 2)), 1, 1)
     with pytest.raises(ValueError, match="'target' must be channel indices in \\[0, 2\\)"):
         make_windows(np.zeros((5, 2)), 1, 1, target=2)
-    with pytest.raises(ValueError, match="the series is 1-D"):
+    with pytest.raises(ValueError, match="got target=0 for a 1-D series of shape \\(5,\\): pass "
+                       "target=None, or a 2-D series"):
         make_windows(np.zeros(5), 1, 1, target=0)
     with pytest.raises(TypeError, match="numeric"):
         make_windows(np.array(list("abcdef")), 1, 1)

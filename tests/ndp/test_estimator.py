@@ -249,3 +249,12 @@ def test_sampling_progress_only_with_verbose(fitted, data, capfd):
     loud.sample_posterior(Xq[:4], n_samples=3, random_state=0)
     out, err = capfd.readouterr()
     assert out == "" and "sampling" in err and "eval" in err
+
+
+def test_log_likelihood_scorer_refuses_an_estimator_without_log_likelihood():
+    from sklearn.linear_model import Ridge
+
+    X = np.arange(6.0).reshape(-1, 1)
+    with pytest.raises(TypeError, match="log_likelihood method \\(an NDPRegressor\\); got a "
+                       "Ridge. Use an NDPRegressor, or a scikit-learn scoring string"):
+        log_likelihood_scorer(Ridge().fit(X, X[:, 0]), X, X[:, 0])
