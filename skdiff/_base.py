@@ -184,11 +184,13 @@ def _max_abs_weight(module):
 
 
 def _oom_message(exc, estimator):
-    names = [n for n in ("batch_size", "predict_batch_size", "hidden_dim") if n in
-             estimator.get_params()]
+    names = [n for n in ("batch_size", "predict_batch_size", "hidden_dim", "ff_dim",
+                         "n_layers") if n in estimator.get_params()]
+    cuda = isinstance(exc, torch.cuda.OutOfMemoryError)
     return (
-        f"CUDA ran out of memory ({exc}). Lower {' or '.join(repr(n) for n in names)} "
-        "or use device='cpu'."
+        f"{'CUDA' if cuda else 'The CPU'} ran out of memory ({str(exc).splitlines()[0]}). "
+        f"Lower {' or '.join(repr(n) for n in names)}"
+        + (" or use device='cpu'." if cuda else ".")
     )
 
 
@@ -793,6 +795,10 @@ class NeuralEstimatorBase(EstimatorBase):
                 # restores the best weights at the end of this call.
                 self.net_.partial_fit(train_ds, None, epochs=epochs)
         except torch.cuda.OutOfMemoryError as exc:  # pragma: no cover - needs a GPU
+            raise MemoryError(_oom_message(exc, self)) from exc
+        except RuntimeError as exc:  # the CPU allocator's out-of-memory error
+            if "can't allocate memory" not in str(exc) and "not enough memory" not in str(exc):
+                raise
             raise MemoryError(_oom_message(exc, self)) from exc
         self.module_ = self.net_.module_
         self.history_ = self.net_.history

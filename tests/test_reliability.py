@@ -392,3 +392,18 @@ def test_partial_fit_with_another_number_of_outputs_says_what_to_pass(series):
                                          "pass a y of 1 output\\(s\\) to continue training, or "
                                          "call fit"):
         reg.partial_fit(X[:40], np.c_[y[:40], y[:40]])
+
+
+def test_cpu_out_of_memory_in_training_names_the_size_parameters(monkeypatch):
+    from skdiff import FlowformerRegressor
+    from skdiff._engine import Net
+
+    def exhausted(self, *args, **kwargs):
+        raise RuntimeError("[enforce fail at alloc_cpu.cpp:117] data. DefaultCPUAllocator: "
+                           "can't allocate memory: you tried to allocate 80000000000 bytes.")
+
+    monkeypatch.setattr(Net, "partial_fit", exhausted)
+    X, y = np.random.default_rng(0).normal(size=(40, 8)), np.zeros(40)
+    with pytest.raises(MemoryError, match=r"The CPU ran out of memory .*Lower 'batch_size' or "
+                                          r"'hidden_dim' or 'ff_dim' or 'n_layers'\.$"):
+        FlowformerRegressor(max_epochs=1, device="cpu").fit(X, y)
