@@ -105,7 +105,7 @@ def _interval_values(iv, cons, add, valid):
     if not any(c is str or type(c).__name__ == "StrOptions" for c in cons):
         text = "3" if integral else "0.5"
         add(f"{text!r} (a numeric string)", text, "error")
-    if valid is not None and not isinstance(valid, bool):
+    if isinstance(valid, numbers.Real) and not isinstance(valid, bool):
         typed = np.int64(valid) if integral else np.float32(valid)
         add(f"np.{type(typed).__name__}({valid})", typed, "ok")
 

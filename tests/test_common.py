@@ -38,7 +38,7 @@ _SEMI_SUPERVISED = (
 _JOINT_MC = (
     "predict is a Monte Carlo mean over joint posterior samples of all query points, so a "
     "different subset or order of the rows draws different random numbers; agreement within "
-    "Monte Carlo error is tested in tests/test_ndp.py."
+    "Monte Carlo error is tested in tests/ndp/test_estimator.py."
 )
 
 _ATTENTION_ACROSS_ROWS = (
