@@ -130,7 +130,7 @@ def test_skorch_callbacks_work_and_scoring_counts_labelled_rows(sequences, graph
     cbs = [Checkpoint(dirname=str(tmp_path / "ckpt")), GradientNormClipping(1.0),
            LRScheduler(policy=torch.optim.lr_scheduler.StepLR, step_size=2, gamma=0.5),
            EpochScoring("accuracy")]
-    clf = FlowformerClassifier(**FLOW, callbacks=cbs).fit(X, y)
+    clf = FlowformerClassifier(**FLOW, early_stopping=True, callbacks=cbs).fit(X, y)
     assert (tmp_path / "ckpt" / "params.pt").is_file()
     assert "valid_accuracy" in clf.history_[-1]
     Xg, yg, A = graph

@@ -67,7 +67,8 @@ instance_norm : bool
     several channels a learnt geometric mixture of their stds) and add a linear skip of
     the window's statistics (``skip``), started at its ridge solution on the training
     rows with the penalty chosen on the validation rows. An skdiff addition that helps
-    on non-stationary series.
+    on non-stationary series: on by default in the regressor, off in the classifier,
+    where a series' level and scale are often what tells the classes apart.
 skip : {"auto", "level", "window"}
     Features of the linear skip (with ``instance_norm``): ``"level"``, the per-channel
     [mean, std, last value], trained with the network; ``"window"``, those plus every
@@ -580,10 +581,10 @@ class FlowformerClassifier(ClassifierTask, _FlowformerBase):
     """
 
     def __init__(self, *, hidden_dim=64, n_heads=4, n_layers=2, ff_dim=None, dropout=0.1,
-                 causal=False, clamp=1.0, pooling="mean", attention="flow", instance_norm=True,
+                 causal=False, clamp=1.0, pooling="mean", attention="flow", instance_norm=False,
                  skip="auto", patch_len="auto", patch_stride=None, layout="NLC",
                  inference_dtype="auto", class_weight=None, max_epochs=100, lr=1e-3,
-                 weight_decay=0.0, batch_size=64, early_stopping=True, validation_fraction=0.1,
+                 weight_decay=0.0, batch_size=64, early_stopping="auto", validation_fraction=0.1,
                  n_iter_no_change=10, n_init=1, warm_start=False, device="auto", n_threads=None,
                  mixed_precision=None, accelerator=None, random_state=None, verbose=0,
                  callbacks=None):
