@@ -13,6 +13,8 @@ Every other skorch callback (``Checkpoint``, ``LRScheduler``, ``EarlyStopping``,
 
 from __future__ import annotations
 
+import warnings
+
 import numpy as np
 import torch
 from sklearn.base import BaseEstimator, ClassifierMixin, RegressorMixin
@@ -73,7 +75,8 @@ class EpochScoring(Callback):
     >>> from skdiff import DIFFormerClassifier
     >>> from skdiff.callbacks import EpochScoring
     >>> X, y = load_iris(return_X_y=True)
-    >>> clf = DIFFormerClassifier(n_layers=1, max_epochs=3, random_state=0,
+    >>> clf = DIFFormerClassifier(n_layers=1, max_epochs=3, early_stopping=True,
+    ...                           random_state=0,
     ...                           callbacks=[EpochScoring("balanced_accuracy")]).fit(X, y)
     >>> "valid_balanced_accuracy" in clf.history_[-1]
     True
@@ -97,6 +100,14 @@ class EpochScoring(Callback):
 
     def _reset(self):
         self.outputs_, self.targets_ = [], []
+
+    def on_train_begin(self, net, **kwargs):
+        if not self.on_train and net.train_split is None:
+            warnings.warn(
+                f"EpochScoring({self.scoring!r}) scores the validation rows, and this fit has "
+                "none (early_stopping is off, or 'auto' turned it off for this data). Set "
+                "early_stopping=True, or on_train=True to score the training rows.",
+                UserWarning, stacklevel=2)
 
     def on_epoch_begin(self, net, **kwargs):
         self._reset()

@@ -135,6 +135,9 @@ def test_skorch_callbacks_work_and_scoring_counts_labelled_rows(sequences, graph
     assert "valid_accuracy" in clf.history_[-1]
     Xg, yg, A = graph
     y_semi = np.where(np.arange(90) % 2 == 0, yg, -1)
+    with pytest.warns(UserWarning, match="scores the validation rows, and this fit has none"):
+        DIFFormerClassifier(**DIF, callbacks=[EpochScoring("accuracy")]).fit(
+            Xg, y_semi, adjacency=A)  # early_stopping="auto": no validation rows here
     clf = DIFFormerClassifier(**DIF, early_stopping=True,  # validation rows to score
                               callbacks=[EpochScoring("accuracy")]).fit(Xg, y_semi, adjacency=A)
     np.testing.assert_allclose(clf.history_[:, "valid_accuracy"], clf.history_[:, "valid_acc"])
