@@ -454,6 +454,10 @@ class EstimatorBase(BaseEstimator):
 
         from . import __version__
 
+        if os.path.isdir(path):
+            raise IsADirectoryError(
+                f"save(path) writes one file, and {os.fspath(path)!r} is a folder. Pass a file "
+                f"path, e.g. {os.path.join(os.fspath(path), 'model.joblib')!r}.")
         buf = io.BytesIO()
         joblib.dump({"skdiff_version": __version__, "estimator": self}, buf)
         atomic_write(path, buf.getvalue())
@@ -469,9 +473,24 @@ class EstimatorBase(BaseEstimator):
 
         from . import __version__
 
-        saved = joblib.load(path)
+        if os.path.isdir(path):
+            raise IsADirectoryError(
+                f"{cls.__name__}.load(path) reads one file written by save, and "
+                f"{os.fspath(path)!r} is a folder. Pass the file's path.")
+        try:
+            saved = joblib.load(path)
+        except FileNotFoundError:
+            raise
+        except Exception as exc:
+            raise ValueError(
+                f"{os.fspath(path)!r} could not be read as a file written by "
+                f"{cls.__name__}.save ({type(exc).__name__}: {exc}); it may be truncated, "
+                "empty or another kind of file. Save the estimator again.") from exc
+        if isinstance(saved, cls):  # a plain pickle or joblib dump of the estimator
+            return saved
         if not isinstance(saved, dict) or "estimator" not in saved:
-            raise ValueError(f"{path} was not written by {cls.__name__}.save.")
+            raise ValueError(f"{os.fspath(path)!r} holds a {type(saved).__name__}, not an "
+                             f"estimator written by {cls.__name__}.save.")
         est = saved["estimator"]
         if not isinstance(est, cls):
             raise TypeError(f"{path} holds a {type(est).__name__}, not a {cls.__name__}; load "

@@ -1,6 +1,8 @@
 """Conventions users bring from scikit-learn, skorch and sktime: weights, devices, threads,
 progress, callbacks, persistence, pipelines, sequence layouts."""
 
+import pickle
+
 import numpy as np
 import pytest
 import torch
@@ -158,6 +160,22 @@ def test_save_and_load_restore_everything(sequences, tmp_path):
     with pytest.raises(TypeError, match="holds a FlowformerRegressor, not a "
                                         "FlowformerClassifier"):
         FlowformerClassifier.load(tmp_path / "reg.joblib")
+    # bad files and folders are named with what to do
+    with pytest.raises(IsADirectoryError, match="is a folder. Pass a file path, e.g. "):
+        reg.save(tmp_path)
+    with pytest.raises(IsADirectoryError, match="is a folder. Pass the file's path"):
+        FlowformerRegressor.load(tmp_path)
+    raw = (tmp_path / "reg.joblib").read_bytes()
+    for name, content in (("empty", b""), ("truncated", raw[: len(raw) // 2]),
+                          ("text", b"not an estimator")):
+        (tmp_path / name).write_bytes(content)
+        with pytest.raises(ValueError, match="could not be read as a file written by "
+                                             "FlowformerRegressor.save .*Save the estimator"):
+            FlowformerRegressor.load(tmp_path / name)
+    with open(tmp_path / "plain.pkl", "wb") as fh:  # a plain pickle of the estimator loads
+        pickle.dump(reg, fh)
+    np.testing.assert_array_equal(FlowformerRegressor.load(tmp_path / "plain.pkl").predict(X),
+                                  reg.predict(X))
 
 
 def test_sample_posterior_through_a_pipeline(graph):

@@ -288,7 +288,7 @@ class NDPRegressor(RegressorMixin, EstimatorBase):
     def _get_prior(self, n_dims, seed):
         from ..diffusion.priors import PRIORS, get_prior_config
 
-        size = {k: getattr(self, k) for k in ("hidden_dim", "n_layers", "n_heads")
+        size = {k: int(getattr(self, k)) for k in ("hidden_dim", "n_layers", "n_heads")
                 if getattr(self, k) is not None}
         if self.pretrained:
             if size:
@@ -306,7 +306,8 @@ class NDPRegressor(RegressorMixin, EstimatorBase):
             config = get_prior_config(self.prior, n_dims).replace(
                 lr=float(self.lr), batch_size=int(self.batch_size), **size)
             module = trained_prior(
-                config, max_epochs=self.max_epochs, steps_per_epoch=self.steps_per_epoch,
+                config, max_epochs=int(self.max_epochs),
+                steps_per_epoch=int(self.steps_per_epoch),
                 seed=seed, device=self.device_,
                 cache_dir=self.cache_dir if self.cache_dir is not None
                 else default_cache_dir(),

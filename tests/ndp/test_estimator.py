@@ -258,3 +258,12 @@ def test_log_likelihood_scorer_refuses_an_estimator_without_log_likelihood():
     with pytest.raises(TypeError, match="log_likelihood method \\(an NDPRegressor\\); got a "
                        "Ridge. Use an NDPRegressor, or a scikit-learn scoring string"):
         log_likelihood_scorer(Ridge().fit(X, X[:, 0]), X, X[:, 0])
+
+
+def test_numpy_integer_sizes_train_a_prior(tmp_path, data):
+    X, y, Xq, _ = data
+    ndp = NDPRegressor(pretrained=False, hidden_dim=np.int64(8), n_layers=np.int64(1),
+                       n_heads=np.int64(2), max_epochs=np.int64(1), steps_per_epoch=np.int64(3),
+                       n_samples=4, n_sampling_steps=3, cache_dir=tmp_path,
+                       random_state=0).fit(X, y)
+    assert ndp.prior_config_.hidden_dim == 8 and np.isfinite(ndp.predict(Xq[:3])).all()
