@@ -283,7 +283,15 @@ class EstimatorBase(BaseEstimator):
         which training changes in place, are restored from a copy taken before.
         """
         saved = dict(self.__dict__)
-        net_state = copy.deepcopy(self.net_.__dict__) if warm else None
+        net_state = weights = None
+        if warm:
+            # the network object stays (callers may hold it): its weights are copied, and
+            # the copy of the rest of the net (optimiser, callbacks, history) refers to it
+            module = self.net_.module_
+            weights = copy.deepcopy(module.state_dict())
+            keep = {id(module): module, **{id(t): t for t in module.parameters()},
+                    **{id(t): t for t in module.buffers()}}
+            net_state = copy.deepcopy(self.net_.__dict__, keep)
         try:
             with self._threads():
                 yield
@@ -293,6 +301,8 @@ class EstimatorBase(BaseEstimator):
             if net_state is not None:
                 self.net_.__dict__.clear()
                 self.net_.__dict__.update(net_state)
+                with torch.no_grad():
+                    self.net_.module_.load_state_dict(weights)
                 self.module_, self.history_ = self.net_.module_, self.net_.history_
             raise
 
