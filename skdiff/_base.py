@@ -884,6 +884,11 @@ class NeuralEstimatorBase(EstimatorBase):
             "was before this fit.")
 
     def _rebind_callbacks(self, train_ds, valid_ds):
-        """Point a continued net's family callbacks at this call's datasets."""
-        fresh = {name: cb.initialize() for name, cb in self._extra_callbacks(train_ds, valid_ds)}
-        self.net_.callbacks_ = [(name, fresh.get(name, cb)) for name, cb in self.net_.callbacks_]
+        """Give a continued net this call's callbacks: the family's, bound to this call's
+        datasets, and those of the current ``callbacks``, ``verbose``, ``early_stopping`` and
+        ``n_iter_no_change`` (all of them start their state afresh, as in a new fit)."""
+        monitor, lower = ("train_loss", True) if valid_ds is None else self._monitor()
+        self.net_.callbacks = self._callbacks(
+            monitor=monitor, lower_is_better=lower,
+            extra=self._extra_callbacks(train_ds, valid_ds))
+        self.net_.initialize_callbacks()

@@ -413,3 +413,21 @@ def test_cpu_out_of_memory_in_training_names_the_size_parameters(monkeypatch):
     with pytest.raises(MemoryError, match=r"The CPU ran out of memory .*Lower 'batch_size' or "
                                           r"'hidden_dim' or 'ff_dim' or 'n_layers'\.$"):
         FlowformerRegressor(max_epochs=1, device="cpu").fit(X, y)
+
+
+def test_a_warm_start_takes_the_current_callbacks_and_warns_on_interrupt(series):
+    from skorch.callbacks import Callback
+
+    class Interrupt(Callback):
+        def on_epoch_end(self, net, **kwargs):
+            raise KeyboardInterrupt
+
+    X, y = series
+    reg = FlowformerRegressor(**FLOW, warm_start=True).fit(X, y)
+    n0 = len(reg.history_)
+    reg.set_params(callbacks=[Interrupt()])
+    with pytest.warns(UserWarning, match="interrupted .KeyboardInterrupt. during epoch"):
+        reg.fit(X, y)
+    assert len(reg.history_) == n0 + 1
+    reg.set_params(callbacks=None).fit(X, y)  # the interrupt is gone from the next call
+    assert len(reg.history_) > n0 + 1
