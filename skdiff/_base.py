@@ -287,9 +287,10 @@ class EstimatorBase(BaseEstimator):
         if warm:
             # the network object stays (callers may hold it): its weights are copied, and
             # the copy of the rest of the net (optimiser, callbacks, history) refers to it
-            module = self.net_.module_
-            weights = copy.deepcopy(module.state_dict())
-            keep = {id(module): module, **{id(t): t for t in module.parameters()},
+            module, history = self.net_.module_, self.net_.history_
+            weights, rows = copy.deepcopy(module.state_dict()), copy.deepcopy(list(history))
+            keep = {id(module): module, id(history): history,
+                    **{id(t): t for t in module.parameters()},
                     **{id(t): t for t in module.buffers()}}
             net_state = copy.deepcopy(self.net_.__dict__, keep)
         try:
@@ -303,6 +304,7 @@ class EstimatorBase(BaseEstimator):
                 self.net_.__dict__.update(net_state)
                 with torch.no_grad():
                     self.net_.module_.load_state_dict(weights)
+                self.net_.history_[:] = rows
                 self.module_, self.history_ = self.net_.module_, self.net_.history_
             raise
 
@@ -497,6 +499,10 @@ class EstimatorBase(BaseEstimator):
                 f"{cls.__name__}.save ({type(exc).__name__}: {exc}); it may be truncated, "
                 "empty or another kind of file. Save the estimator again.") from exc
         if isinstance(saved, cls):  # a plain pickle or joblib dump of the estimator
+            warnings.warn(f"{os.fspath(path)!r} holds a plain pickle of a {cls.__name__}, not "
+                          "a file written by save: the skdiff version that wrote it is unknown. "
+                          "Check its predictions before relying on them.", UserWarning,
+                          stacklevel=2)
             return saved
         if not isinstance(saved, dict) or "estimator" not in saved:
             raise ValueError(f"{os.fspath(path)!r} holds a {type(saved).__name__}, not an "

@@ -88,14 +88,15 @@ def test_a_failed_refit_leaves_the_fitted_estimator_as_it_was(series, graph):
 def test_a_failed_warm_start_restores_the_network_it_was_training(series):
     X, y = series
     reg = FlowformerRegressor(**FLOW, warm_start=True).fit(X, y)
-    before, n_epochs, module = _state(reg), len(reg.history_), reg.module_
+    before, n_epochs, module, history = _state(reg), len(reg.history_), reg.module_, \
+        reg.history_
     with pytest.raises(TrainingDivergedError, match=r"currently 10000.0"):
         reg.set_params(lr=1e4).fit(X, y)  # a warm start trains with the current parameters
     _same_state(before, _state(reg))
     assert len(reg.history_) == n_epochs
     assert reg.net_.optimizer_.param_groups[0]["lr"] == pytest.approx(1e-3)
     # the same network object, its weights restored, and the optimiser still drives it
-    assert reg.module_ is module and reg.net_.module_ is module
+    assert reg.module_ is module and reg.net_.module_ is module and reg.history_ is history
     params = {id(p) for p in module.parameters()}
     assert {id(p) for g in reg.net_.optimizer_.param_groups for p in g["params"]} == params
     reg.set_params(lr=1e-3).fit(X, y)  # and a later warm start trains it

@@ -206,6 +206,10 @@ def load_prior_file(path, *, expected=None, device="cpu", remedy=""):
     manifest, data = _verified_bytes(pt, remedy)
     config = _manifest_config(manifest, pt, expected, remedy)
     state = torch.load(io.BytesIO(data), map_location="cpu", weights_only=True)
+    bad = [k for k, v in state.items() if v.is_floating_point() and not torch.isfinite(v).all()]
+    if bad:
+        raise PriorWeightsError(f"The weights {pt.name} hold non-finite values ({bad[0]}"
+                                f"{' and others' if len(bad) > 1 else ''}). {remedy}")
     module = config.network()
     try:
         module.load_state_dict({k: v.float() if v.is_floating_point() else v

@@ -106,6 +106,8 @@ def _load_entry(pt, js, source, config):
         if manifest.get("source") != json.loads(source):
             raise ValueError("it was trained with another configuration")
         state = torch.load(io.BytesIO(data), map_location="cpu", weights_only=True)
+        if not all(torch.isfinite(v).all() for v in state.values() if v.is_floating_point()):
+            raise ValueError("its weights hold non-finite values")
         config.network().load_state_dict(state)
         return state
     except (ValueError, KeyError, RuntimeError, OSError, json.JSONDecodeError) as exc:

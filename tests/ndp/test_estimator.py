@@ -267,3 +267,16 @@ def test_numpy_integer_sizes_train_a_prior(tmp_path, data):
                        n_samples=4, n_sampling_steps=3, cache_dir=tmp_path,
                        random_state=0).fit(X, y)
     assert ndp.prior_config_.hidden_dim == 8 and np.isfinite(ndp.predict(Xq[:3])).all()
+
+
+def test_a_weights_file_with_non_finite_values_is_refused(tmp_path, data):
+    from skdiff.diffusion.priors import PriorWeightsError, load_prior, save_prior
+
+    Xc, yc, _, _ = data
+    module, config = load_prior("se", n_dims=1)
+    state = {k: v.clone() for k, v in module.state_dict().items()}
+    first = next(k for k, v in state.items() if v.is_floating_point())
+    state[first].view(-1)[0] = float("nan")
+    save_prior("se", config, state, directory=tmp_path)  # a matching checksum, bad values
+    with pytest.raises(PriorWeightsError, match="hold non-finite values"):
+        NDPRegressor(prior=tmp_path / "se_d1.pt", **FAST).fit(Xc, yc)
