@@ -347,6 +347,7 @@ class NDPRegressor(RegressorMixin, EstimatorBase):
     def _check_X(self, X, *, context=True):
         """Validated query points -> (mapped context, mapped queries) for one call."""
         check_is_fitted(self)
+        self._validate_params()  # parameters that prediction reads may be set after fit
         X = validate_data(self, X, dtype=np.float64, reset=False)
         C = self.X_train_ if context else X[:0]
         offset, scale = self._input_map(np.concatenate([C, X]))
@@ -515,6 +516,9 @@ class NDPRegressor(RegressorMixin, EstimatorBase):
         Zc, Z = self._check_X(X)
         if len(y) != Z.shape[0]:
             raise ValueError(f"X has {Z.shape[0]} rows but y has {len(y)} values.")
+        if not np.isfinite(y).all():
+            raise ValueError(f"y holds {int((~np.isfinite(y)).sum())} NaN or infinite values; "
+                             "the log-likelihood needs finite observations. Drop those rows.")
         if joint:
             if self.n_samples <= Z.shape[0]:
                 raise ValueError(

@@ -280,3 +280,14 @@ def test_a_weights_file_with_non_finite_values_is_refused(tmp_path, data):
     save_prior("se", config, state, directory=tmp_path)  # a matching checksum, bad values
     with pytest.raises(PriorWeightsError, match="hold non-finite values"):
         NDPRegressor(prior=tmp_path / "se_d1.pt", **FAST).fit(Xc, yc)
+
+
+def test_prediction_checks_parameters_set_after_fit_and_finite_y(fitted, data):
+    _, _, Xq, yq = data
+    bad = clone(fitted).set_params(n_samples=2)
+    bad.__dict__.update({k: v for k, v in fitted.__dict__.items() if k.endswith("_")})
+    bad.set_params(n_samples=1)
+    with pytest.raises(ValueError, match="'n_samples' parameter of NDPRegressor"):
+        bad.predict(Xq)
+    with pytest.raises(ValueError, match="y holds 1 NaN or infinite values"):
+        fitted.log_likelihood(Xq[:3], np.array([0.0, np.nan, 1.0]))
