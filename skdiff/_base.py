@@ -864,8 +864,9 @@ class NeuralEstimatorBase(EstimatorBase):
         grew a thousandfold. A non-finite loss stops training
         as it happens (:class:`~skdiff._engine.FiniteLossGuard`).
         """
-        history = self.history_[start:]
-        if not len(history):
+        # complete epochs only: an interrupt in the middle of one leaves it without a loss
+        history = [row for row in self.history_[start:] if "train_loss" in row]
+        if not history:
             return
         losses = np.array([row["train_loss"] for row in history])
         kept = len(losses) - 1

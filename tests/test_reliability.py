@@ -432,3 +432,17 @@ def test_a_warm_start_takes_the_current_callbacks_and_warns_on_interrupt(series)
     assert len(reg.history_) == n0 + 1
     reg.set_params(callbacks=None).fit(X, y)  # the interrupt is gone from the next call
     assert len(reg.history_) > n0 + 1
+
+
+def test_an_interrupt_in_the_middle_of_an_epoch_keeps_the_completed_ones(series):
+    from skorch.callbacks import Callback
+
+    class InterruptBatch(Callback):
+        def on_batch_end(self, net, training=None, **kwargs):
+            if training and len(net.history) == 2:
+                raise KeyboardInterrupt
+
+    X, y = series
+    with pytest.warns(UserWarning, match="interrupted .KeyboardInterrupt. during epoch 2"):
+        reg = FlowformerRegressor(**FLOW, callbacks=[InterruptBatch()]).fit(X, y)
+    assert np.isfinite(reg.predict(X)).all() and "train_loss" in reg.history_[0]
