@@ -59,7 +59,12 @@ def first_item(batch):
 
 def draw_seed(random_state) -> int:
     """One integer seed in ``[0, 2**31 - 1)`` from an sklearn ``random_state``."""
-    return int(check_random_state(random_state).randint(SEED_BOUND))
+    try:
+        rng = check_random_state(random_state)
+    except ValueError as exc:
+        raise ValueError(f"'random_state' must be None, an int in [0, 2**32 - 1] or a "
+                         f"numpy RandomState; got {random_state!r}.") from exc
+    return int(rng.randint(SEED_BOUND))
 
 
 def derive_seed(seed: int, offset: int) -> int:

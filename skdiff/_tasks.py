@@ -148,8 +148,23 @@ class ClassifierTask(ClassifierMixin, EstimatorBase):
         if not keep.any():
             raise ValueError("y has no labelled rows to score.")
         pred = self.predict(X, **predict_params)
-        w = None if sample_weight is None else np.asarray(sample_weight)[keep]
-        return float(accuracy_score(y[keep], pred[keep], sample_weight=w))
+        w = _score_weights(pred, y, sample_weight)
+        return float(accuracy_score(y[keep], pred[keep], sample_weight=None if w is None
+                                    else w[keep]))
+
+
+def _score_weights(pred, y, sample_weight):
+    """Check that ``y`` and ``sample_weight`` have one entry per predicted row of ``X``."""
+    if len(y) != len(pred):
+        raise ValueError(f"y has {len(y)} rows but X has {len(pred)}; score needs one target "
+                         "per row of X.")
+    if sample_weight is None:
+        return None
+    w = np.asarray(sample_weight, dtype=np.float64).ravel()
+    if len(w) != len(pred):
+        raise ValueError(f"sample_weight has {len(w)} entries but X has {len(pred)} rows; "
+                         "pass one weight per row.")
+    return w
 
 
 class RegressorTask(RegressorMixin, EstimatorBase):
@@ -261,6 +276,7 @@ class RegressorTask(RegressorMixin, EstimatorBase):
         if not keep.any():
             raise ValueError("y has no labelled rows to score.")
         pred = self.predict(X, **predict_params)
-        w = None if sample_weight is None else np.asarray(sample_weight)[keep]
-        return float(r2_score(y[keep], pred[keep], sample_weight=w))
+        w = _score_weights(pred, y, sample_weight)
+        return float(r2_score(y[keep], pred[keep], sample_weight=None if w is None
+                              else w[keep]))
 

@@ -446,3 +446,19 @@ def test_an_interrupt_in_the_middle_of_an_epoch_keeps_the_completed_ones(series)
     with pytest.warns(UserWarning, match="interrupted .KeyboardInterrupt. during epoch 2"):
         reg = FlowformerRegressor(**FLOW, callbacks=[InterruptBatch()]).fit(X, y)
     assert np.isfinite(reg.predict(X)).all() and "train_loss" in reg.history_[0]
+
+
+def test_score_checks_the_lengths_of_y_and_sample_weight(series):
+    X, y = series
+    reg = FlowformerRegressor(**FLOW).fit(X, y)
+    with pytest.raises(ValueError, match=r"y has \d+ rows but X has \d+; score needs one"):
+        reg.score(X, y[:-1])
+    with pytest.raises(ValueError, match=r"sample_weight has \d+ entries but X has \d+ rows"):
+        reg.score(X, y, sample_weight=np.ones(len(y) - 1))
+
+
+def test_sample_posterior_names_a_bad_random_state(series):
+    X, y = series
+    reg = FlowformerRegressor(**FLOW).fit(X, y)
+    with pytest.raises(ValueError, match="'random_state' must be None, an int .*got 'x'"):
+        reg.sample_posterior(X[:2], n_samples=2, random_state="x")
