@@ -107,6 +107,17 @@ def validate_data(estimator, /, X="no_validation", y="no_validation", **kwargs):
             raise ValueError(
                 f"'{culprit}' of {name} must be numbers; {msg}. Encode text or categories as "
                 "numbers first (e.g. with sklearn.preprocessing.OneHotEncoder).") from exc
+        if msg.startswith("Found array with 0 sample"):
+            raise ValueError(f"'X' of {name} has no rows; pass at least one. ({msg})") from exc
+        if msg.startswith("Found array with 0 feature"):
+            raise ValueError(f"'X' of {name} has no columns; pass at least one feature. "
+                             f"({msg})") from exc
+        if msg.startswith("Found array with dim"):
+            raise ValueError(f"'X' of {name} must be 2-D (n_samples, n_features). ({msg})") \
+                from exc
+        if "inhomogeneous" in msg or "sequence" in msg:
+            raise ValueError(f"'X' of {name} must be a rectangular array: its rows have "
+                             f"different lengths. ({msg})") from exc
         raise
 
 

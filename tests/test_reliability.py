@@ -462,3 +462,16 @@ def test_sample_posterior_names_a_bad_random_state(series):
     reg = FlowformerRegressor(**FLOW).fit(X, y)
     with pytest.raises(ValueError, match="'random_state' must be None, an int .*got 'x'"):
         reg.sample_posterior(X[:2], n_samples=2, random_state="x")
+
+
+@pytest.mark.parametrize("bad, message", [
+    (np.zeros((0, 4)), "'X' of NDPRegressor has no rows"),
+    (np.zeros((5, 0)), "'X' of NDPRegressor has no columns"),
+    ([[1.0, 2.0], [1.0]], "'X' of NDPRegressor must be a rectangular array"),
+    (np.zeros((5, 4, 1)), r"'X' of NDPRegressor must be 2-D \(n_samples, n_features\)"),
+])
+def test_malformed_x_is_named(bad, message):
+    from skdiff import NDPRegressor
+
+    with pytest.raises(ValueError, match=message):
+        NDPRegressor().fit(bad, np.zeros(len(bad)))
