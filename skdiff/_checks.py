@@ -205,6 +205,15 @@ def split_unlabelled(y, unlabelled):
             return y == unlabelled
         if y.dtype.kind == "O":
             return np.array([isinstance(v, str) and v == unlabelled for v in y], dtype=bool)
+        try:
+            as_number = float(unlabelled)
+        except ValueError:
+            as_number = None
+        if as_number is not None and y.dtype.kind in "iuf" and (y == as_number).any():
+            raise ValueError(
+                f"unlabelled={unlabelled!r} is a string, but y holds numbers, among them "
+                f"{unlabelled}; pass unlabelled={unlabelled} (a number) to mark those rows "
+                "unlabelled, or None if they are a class.")
         return np.zeros(y.shape[0], dtype=bool)
     if y.dtype.kind in "iuf":
         return y == unlabelled

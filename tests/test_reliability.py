@@ -475,3 +475,16 @@ def test_malformed_x_is_named(bad, message):
 
     with pytest.raises(ValueError, match=message):
         NDPRegressor().fit(bad, np.zeros(len(bad)))
+
+
+def test_unlabelled_marker_and_validation_mask_mistakes_are_refused(graph):
+    Xg, yg, A = graph
+    y = np.where(np.arange(len(yg)) % 3 == 0, -1, yg)
+    kw = dict(n_layers=1, hidden_dim=8, max_epochs=2, device="cpu", random_state=0)
+    with pytest.raises(ValueError, match="unlabelled='-1' is a string, but y holds numbers"):
+        DIFFormerClassifier(**kw, unlabelled="-1").fit(Xg, y, adjacency=A)
+    with pytest.raises(ValueError, match="'unlabelled' marks unlabelled rows by a label value"):
+        DIFFormerClassifier(**kw, unlabelled=True).fit(Xg, yg, adjacency=A)
+    with pytest.raises(ValueError, match="'validation_mask' marks all .* labelled rows"):
+        DIFFormerClassifier(**kw).fit(Xg, yg, adjacency=A,
+                                      validation_mask=np.ones(len(yg), dtype=bool))

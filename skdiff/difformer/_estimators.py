@@ -210,6 +210,10 @@ class _DIFFormerBase(NeuralEstimatorBase):
                                  f"row of X ({n_rows},); got dtype {mask.dtype} and shape "
                                  f"{mask.shape}.")
             valid_rows = np.intersect1d(np.flatnonzero(mask), rows)
+            if valid_rows.size == rows.size:
+                raise ValueError(
+                    f"'validation_mask' marks all {rows.size} labelled rows, which leaves none "
+                    "to train on; mark only the rows held out for early stopping.")
         return FitData(rows=rows, strata=None if strata is None else strata[rows],
                        valid_rows=valid_rows,
                        extra=dict(inputs=inputs, targets=targets, weights=weights,
@@ -556,7 +560,12 @@ class DIFFormerClassifier(ClassifierTask, _DIFFormerBase):
         self._init_params(locals())
 
     def _unlabelled_marker(self):
-        return self.unlabelled
+        marker = self.unlabelled
+        if isinstance(marker, (bool, np.bool_)):
+            raise ValueError(f"'unlabelled' marks unlabelled rows by a label value, not a "
+                             f"flag; got {marker!r} (which equals the label {int(marker)}). Pass "
+                             "the marker label (e.g. -1), or None for fully labelled data.")
+        return marker
 
     def _n_network_outputs(self):
         return self.classes_.size
