@@ -495,9 +495,10 @@ class EstimatorBase(BaseEstimator):
             raise
         except Exception as exc:
             raise ValueError(
-                f"{os.fspath(path)!r} could not be read as a file written by "
-                f"{cls.__name__}.save ({type(exc).__name__}: {exc}); it may be truncated, "
-                "empty or another kind of file. Save the estimator again.") from exc
+                f"{os.fspath(path)!r} could not be read ({type(exc).__name__}: {exc}): "
+                f"{cls.__name__}.load expects a file written by {cls.__name__}.save, and this "
+                "one is truncated, empty or another kind of file. Save the estimator again.") \
+                from exc
         if isinstance(saved, cls):  # a plain pickle or joblib dump of the estimator
             warnings.warn(f"{os.fspath(path)!r} holds a plain pickle of a {cls.__name__}, not "
                           "a file written by save: the skdiff version that wrote it is unknown. "
@@ -676,11 +677,13 @@ class NeuralEstimatorBase(EstimatorBase):
             label = f" (init {len(scores) + 1}/{n_init})" if n_init > 1 else ""
             interrupted = self._train(module, train_ds, valid_ds, epochs=epochs,
                                       progress_label=label)
-            if valid_ds is not None:
-                values = self.history_[:, key]
+            # complete epochs only (an interrupt may leave the last one without scores)
+            done = [row for row in self.history_ if "train_loss" in row]
+            values = [row[key] for row in done if key in row] if valid_ds is not None else []
+            if values:
                 score = float(min(values) if lower else -max(values))
             else:
-                score = float(self.history_[-1, "train_loss"])
+                score = float(done[-1]["train_loss"]) if done else np.inf
             scores.append(score)
             if best is None or score < best[0]:
                 best = (score, self.seed_, self.net_, self.module_, self.history_)

@@ -107,6 +107,9 @@ def validate_data(estimator, /, X="no_validation", y="no_validation", **kwargs):
             raise ValueError(
                 f"'{culprit}' of {name} must be numbers; {msg}. Encode text or categories as "
                 "numbers first (e.g. with sklearn.preprocessing.OneHotEncoder).") from exc
+        if msg.startswith("Found input variables with inconsistent numbers of samples"):
+            raise ValueError(f"'X' and 'y' of {name} must have the same number of rows. "
+                             f"({msg})") from exc
         if msg.startswith("Found array with 0 sample"):
             raise ValueError(f"'X' of {name} has no rows; pass at least one. ({msg})") from exc
         if msg.startswith("Found array with 0 feature"):

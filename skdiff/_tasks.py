@@ -67,6 +67,10 @@ class ClassifierTask(ClassifierMixin, EstimatorBase):
                              "row of each of two classes.")
         if reset:
             warn_if_marker_looks_like_a_class(y, unl, marker)
+        if labelled.dtype.kind == "O" and len({isinstance(v, str) for v in labelled}) > 1:
+            raise ValueError(
+                "y mixes numbers and strings among its labels; use one kind for every label "
+                "(e.g. all strings), with the unlabelled marker of that kind.")
         check_classification_targets(labelled)
         if classes is None and not reset:
             classes = self.classes_
@@ -185,7 +189,11 @@ class RegressorTask(RegressorMixin, EstimatorBase):
         statistics of the labelled rows, weighted by ``weights`` (so a row of weight 0 counts
         as unlabelled there too).
         """
-        y = np.asarray(y, dtype=np.float64)
+        try:
+            y = np.asarray(y, dtype=np.float64)
+        except (TypeError, ValueError) as exc:
+            raise ValueError(f"y of {type(self).__name__} must be numbers ({exc}); a regressor "
+                             "needs numeric targets (for labels, use a classifier).") from exc
         if y.ndim not in (1, 2):
             raise ValueError(f"y must be 1-D or 2-D (n_samples, n_outputs); got shape {y.shape}.")
         y2 = y.reshape(len(y), -1)

@@ -5,6 +5,8 @@ cache, a refit that fails), scale-free numerics and label handling. The longer b
 inputs lives in ``benchmarks/reliability.py``.
 """
 
+import hashlib
+import io
 import multiprocessing as mp
 import pickle
 import warnings
@@ -488,3 +490,40 @@ def test_unlabelled_marker_and_validation_mask_mistakes_are_refused(graph):
     with pytest.raises(ValueError, match="'validation_mask' marks all .* labelled rows"):
         DIFFormerClassifier(**kw).fit(Xg, yg, adjacency=A,
                                       validation_mask=np.ones(len(yg), dtype=bool))
+
+
+def test_label_and_target_type_mistakes_are_named(graph, series):
+    from skdiff import NDPRegressor
+
+    Xg, yg, A = graph
+    kw = dict(n_layers=1, hidden_dim=8, max_epochs=2, device="cpu", random_state=0)
+    mixed = [0 if i % 2 else "a" for i in range(len(yg))]
+    with pytest.raises(ValueError, match="y mixes numbers and strings among its labels"):
+        DIFFormerClassifier(**kw).fit(Xg, mixed, adjacency=A)
+    X, y = series
+    with pytest.raises(ValueError, match="y of FlowformerRegressor must be numbers"):
+        FlowformerRegressor(**FLOW).fit(X, np.array(["a"] * len(y)))
+    with pytest.raises(ValueError, match="'X' and 'y' of NDPRegressor must have the same number"):
+        NDPRegressor().fit(np.zeros((10, 1)), np.zeros(9))
+
+
+def test_a_weights_file_holding_code_is_not_loaded(tmp_path):
+    import json
+    import shutil
+
+    from skdiff.diffusion.priors import PriorWeightsError, load_prior_file, weights_dir
+
+    class Payload:
+        def __reduce__(self):
+            return (print, ("not loaded",))
+
+    buf = io.BytesIO()
+    torch.save({"x": Payload()}, buf)  # a pickle with code, behind a matching checksum
+    shutil.copyfile(weights_dir() / "se_d1.json", tmp_path / "se_d1.json")
+    (tmp_path / "se_d1.pt").write_bytes(buf.getvalue())
+    manifest = json.loads((tmp_path / "se_d1.json").read_text())
+    manifest["sha256"] = hashlib.sha256(buf.getvalue()).hexdigest()
+    manifest["bytes"] = len(buf.getvalue())
+    (tmp_path / "se_d1.json").write_text(json.dumps(manifest))
+    with pytest.raises(PriorWeightsError, match="se_d1.pt are not a plain tensor file"):
+        load_prior_file(tmp_path / "se_d1.pt")

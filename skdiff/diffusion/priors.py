@@ -205,7 +205,14 @@ def load_prior_file(path, *, expected=None, device="cpu", remedy=""):
     pt = Path(path)
     manifest, data = _verified_bytes(pt, remedy)
     config = _manifest_config(manifest, pt, expected, remedy)
-    state = torch.load(io.BytesIO(data), map_location="cpu", weights_only=True)
+    try:
+        state = torch.load(io.BytesIO(data), map_location="cpu", weights_only=True)
+    except Exception as exc:  # weights_only refuses anything but tensors (e.g. code)
+        raise PriorWeightsError(f"The weights {pt.name} are not a plain tensor file "
+                                f"({type(exc).__name__}); they are not loaded. {remedy}") from exc
+    if not isinstance(state, dict):
+        raise PriorWeightsError(f"The weights {pt.name} hold a {type(state).__name__}, not a "
+                                f"state dict. {remedy}")
     bad = [k for k, v in state.items() if v.is_floating_point() and not torch.isfinite(v).all()]
     if bad:
         raise PriorWeightsError(f"The weights {pt.name} hold non-finite values ({bad[0]}"

@@ -15,6 +15,7 @@ import hashlib
 import io
 import json
 import os
+import pickle
 import warnings
 from pathlib import Path
 
@@ -110,7 +111,8 @@ def _load_entry(pt, js, source, config):
             raise ValueError("its weights hold non-finite values")
         config.network().load_state_dict(state)
         return state
-    except (ValueError, KeyError, RuntimeError, OSError, json.JSONDecodeError) as exc:
+    except (ValueError, KeyError, RuntimeError, OSError, json.JSONDecodeError,
+            pickle.UnpicklingError) as exc:
         warnings.warn(f"The cached prior {pt} is unusable ({exc}); it is discarded and "
                       "trained again.", UserWarning, stacklevel=5)
         for f in (pt, js):
