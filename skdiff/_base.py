@@ -869,8 +869,8 @@ class NeuralEstimatorBase(EstimatorBase):
         """
         # complete epochs only: an interrupt in the middle of one leaves it without a loss
         history = [row for row in self.history_[start:] if "train_loss" in row]
-        if not history:
-            return
+        if not history or getattr(self.net_, "start_kept_", False):
+            return  # nothing trained, or the weights it started from were kept
         losses = np.array([row["train_loss"] for row in history])
         kept = len(losses) - 1
         key, lower = self._monitor()

@@ -149,6 +149,13 @@ class StartAsEpochZero(Callback):
             count += n
         stopper.dynamic_threshold_ = stopper._calc_new_threshold(total / count)
         stopper.best_model_weights_ = deepcopy(net.module_.state_dict())
+        self.stopper_ = stopper
+
+    def on_train_end(self, net, **kwargs):
+        # early stopping's best epoch stays 0 when no epoch beat the start: the start is kept
+        stopper = getattr(self, "stopper_", None)
+        net.start_kept_ = stopper is not None and stopper.best_epoch_ == 0
+        self.stopper_ = None
 
 
 class EpochProgress(Callback):
@@ -194,6 +201,10 @@ class Net(NeuralNet):
     """
 
     interrupted_ = None
+
+    #: whether the last training call ended on the weights it started from
+    #: (:class:`StartAsEpochZero`: no epoch beat them on the validation rows)
+    start_kept_ = False
 
     #: torch dtype for autocast in training and evaluation steps, or None
     autocast_dtype = None

@@ -167,7 +167,10 @@ class _DIFFormerBase(NeuralEstimatorBase):
             self._check_in_dim(graph.n_features, reset, "the graph's node features")
             return GraphInputs(graph.features, self._scaling(graph.features, reset),
                                graph.adjacency, self.device_, ids)
-        X = validate_data(self, X, accept_sparse="csr", dtype=np.float32, reset=reset)
+        # float32 stays (memory maps are not copied); float64 keeps its precision for the
+        # scaling statistics and the shift by the mean, then the scaled rows are float32
+        X = validate_data(self, X, accept_sparse="csr", dtype=(np.float64, np.float32),
+                          reset=reset)
         A = None if adjacency is None else check_adjacency(adjacency, X.shape[0])
         self._check_in_dim(X.shape[1], reset, "X")
         return GraphInputs(X, self._scaling(X, reset), A, self.device_)

@@ -178,7 +178,7 @@ class _FlowformerBase(NeuralEstimatorBase):
         """Validate X (n, L) or (n, L, C) -> scaled float32 (n, L, C); when ``reset``, sets
         the shape attributes and the per-channel scaler (weighted by ``sample_weight``)."""
         check_ragged(X)
-        X = validate_data(self, X, allow_nd=True, dtype=np.float32, reset=reset)
+        X = validate_data(self, X, allow_nd=True, dtype=(np.float64, np.float32), reset=reset)
         if X.ndim > 3:
             raise ValueError(
                 f"X must be 2-D (n_samples, length) or 3-D (n_samples, length, n_channels); "

@@ -358,7 +358,7 @@ def test_window_skip_keeps_the_ridge_start_unless_an_epoch_beats_it():
               random_state=0, device="cpu")
     start = FlowformerRegressor(**kw, lr=1e-12).fit(X[:250], y[:250])
     wild = FlowformerRegressor(**kw, lr=0.05).fit(X[:250], y[:250])
-    assert len(wild.history_) == 2
+    assert len(wild.history_) == 2 and wild.net_.start_kept_
     # every epoch's validation loss (Gaussian NLL) is worse than the start's
     assert min(wild.history_[:, "valid_loss"]) > max(start.history_[:, "valid_loss"])
     np.testing.assert_allclose(wild.predict(X[250:]), start.predict(X[250:]), rtol=0,
