@@ -105,8 +105,14 @@ class Graph:
     """
 
     def __init__(self, features, adjacency):
-        self.features = check_array(features, accept_sparse="csr", dtype=np.float32,
-                                    input_name="features")
+        try:
+            self.features = check_array(features, accept_sparse="csr", dtype=np.float32,
+                                        input_name="features")
+        except ValueError as exc:
+            if "Expected 2D array" not in str(exc):
+                raise
+            raise ValueError("Graph 'features' must be 2-D (n_nodes, n_features); for one "
+                             "feature per node pass features.reshape(-1, 1).") from exc
         self.adjacency = check_adjacency(adjacency, self.features.shape[0], name="adjacency",
                                          what="nodes (rows of 'features')")
         # identifies this graph in caches (a graph is immutable once built)

@@ -527,3 +527,24 @@ def test_a_weights_file_holding_code_is_not_loaded(tmp_path):
     (tmp_path / "se_d1.json").write_text(json.dumps(manifest))
     with pytest.raises(PriorWeightsError, match="se_d1.pt are not a plain tensor file"):
         load_prior_file(tmp_path / "se_d1.pt")
+
+
+def test_ndp_score_and_target_shape_errors_say_what_is_expected():
+    from skdiff import Graph, NDPRegressor
+
+    X = np.linspace(0, 1, 10)[:, None]
+    y = np.sin(4 * X[:, 0])
+    ndp = NDPRegressor(n_samples=4, n_sampling_steps=3, n_resample=0, random_state=0)
+    with pytest.raises(ValueError, match=r"y is expected of shape \(n_samples,\); got "
+                                         r"\(10, 1, 1\)"):
+        ndp.fit(X, y[:, None, None])
+    ndp.fit(X, y)
+    with pytest.raises(ValueError, match="y has 9 values but X has 10 rows"):
+        ndp.score(X, y[:-1])
+    with pytest.raises(ValueError, match="y holds 1 NaN or infinite values"):
+        ndp.score(X, np.r_[y[:-1], np.nan])
+    with pytest.raises(ValueError, match="sample_weight has 9 entries but X has 10 rows"):
+        ndp.score(X, y, sample_weight=np.ones(9))
+    assert np.isfinite(ndp.score(X, y))
+    with pytest.raises(ValueError, match="Graph 'features' must be 2-D"):
+        Graph(np.zeros(5), np.eye(5))

@@ -202,7 +202,9 @@ class _FlowformerBase(NeuralEstimatorBase):
             w = None if sample_weight is None else np.repeat(sample_weight, X.shape[1])
             self.x_mean_, self.x_scale_ = fit_scale(X.reshape(-1, X.shape[2]), weights=w,
                                                     name="X")
-        return ((X - self.x_mean_) / self.x_scale_).astype(np.float32)
+        # C order whatever the input's memory layout (Fortran order, a transposed view): the
+        # float32 sums then run in the same order, so the same values give the same fit
+        return np.ascontiguousarray((X - self.x_mean_) / self.x_scale_, dtype=np.float32)
 
     def _channel_graph(self, adjacency, reset):
         """The normalised channel graph :math:`\\hat D^{-1/2}(A+I)\\hat D^{-1/2}` or None."""

@@ -234,11 +234,11 @@ class NDPRegressor(RegressorMixin, EstimatorBase):
     def _fit(self, X, y):
         seed = self._prepare_fit()
         y_arr = np.asarray(y) if not hasattr(y, "iloc") else y.to_numpy()
-        if y_arr.ndim == 2 and y_arr.shape[1] > 1:
+        if y_arr.ndim > 2 or (y_arr.ndim == 2 and y_arr.shape[1] > 1):
             raise ValueError(
-                f"NDPRegressor models a single output; y has shape {y_arr.shape}. Fit one "
-                "estimator per column (e.g. sklearn.multioutput.MultiOutputRegressor)."
-            )
+                f"NDPRegressor models a single output: y is expected of shape (n_samples,); "
+                f"got {y_arr.shape}. Fit one estimator per column of a 2-D y (e.g. "
+                "sklearn.multioutput.MultiOutputRegressor).")
         if y_arr.dtype.kind == "c":
             raise ValueError(
                 "Complex data not supported: NDPRegressor needs real targets; y has dtype "
@@ -394,6 +394,13 @@ class NDPRegressor(RegressorMixin, EstimatorBase):
                 raise MemoryError(
                     f"CUDA ran out of memory ({exc}). Lower 'n_samples' or "
                     "'predict_batch_size', or use device='cpu'.") from exc
+            except RuntimeError as exc:  # the CPU allocator's out-of-memory error
+                if "can't allocate memory" not in str(exc):
+                    raise
+                raise MemoryError(
+                    f"The CPU ran out of memory sampling {int(n_samples)} joint samples of "
+                    f"{Z.shape[0]} points. Lower 'n_samples' (currently {self.n_samples}) or "
+                    "'predict_batch_size'.") from exc
         return ys.squeeze(-1).T.double().cpu().numpy()  # [n_X, S]
 
     def _prepare_predict(self, X):
@@ -421,6 +428,26 @@ class NDPRegressor(RegressorMixin, EstimatorBase):
             Sample axis last, like ``GaussianProcessRegressor.sample_y``.
         """
         return super().sample_posterior(X, n_samples=n_samples, random_state=random_state)
+
+    def score(self, X, y, sample_weight=None):
+        """R² of ``predict(X)`` on ``y`` (scikit-learn's regressor score), with its inputs
+        checked first."""
+        from sklearn.metrics import r2_score
+
+        y = np.asarray(y, dtype=np.float64).ravel()
+        pred = self.predict(X)
+        if len(y) != len(pred):
+            raise ValueError(f"y has {len(y)} values but X has {len(pred)} rows; score needs "
+                             "one target per row of X.")
+        if not np.isfinite(y).all():
+            raise ValueError(f"y holds {int((~np.isfinite(y)).sum())} NaN or infinite values; "
+                             "score needs finite targets. Drop those rows.")
+        if sample_weight is not None:
+            sample_weight = np.asarray(sample_weight, dtype=np.float64).ravel()
+            if len(sample_weight) != len(y):
+                raise ValueError(f"sample_weight has {len(sample_weight)} entries but X has "
+                                 f"{len(y)} rows; pass one weight per row.")
+        return float(r2_score(y, pred, sample_weight=sample_weight))
 
     def sample_y(self, X, n_samples=1, random_state=None):
         """Alias of :meth:`sample_posterior` (``GaussianProcessRegressor`` compatible)."""
@@ -512,7 +539,11 @@ class NDPRegressor(RegressorMixin, EstimatorBase):
         ll : float
             Log density divided by the number of points, in the units of ``y``.
         """
-        y = np.asarray(y, dtype=np.float64).ravel()
+        try:
+            y = np.asarray(y, dtype=np.float64).ravel()
+        except (TypeError, ValueError) as exc:
+            raise ValueError(f"y of NDPRegressor.log_likelihood must be numbers ({exc}).") \
+                from exc
         Zc, Z = self._check_X(X)
         if len(y) != Z.shape[0]:
             raise ValueError(f"X has {Z.shape[0]} rows but y has {len(y)} values.")
