@@ -305,16 +305,26 @@ class NDPRegressor(RegressorMixin, EstimatorBase):
                     f"prior={self.prior!r}. Use pretrained=True to load weights from a path.")
             config = get_prior_config(self.prior, n_dims).replace(
                 lr=float(self.lr), batch_size=int(self.batch_size), **size)
-            module = trained_prior(
-                config, max_epochs=int(self.max_epochs),
-                steps_per_epoch=int(self.steps_per_epoch),
-                seed=seed, device=self.device_,
-                cache_dir=self.cache_dir if self.cache_dir is not None
-                else default_cache_dir(),
-                verbose=self.verbose, callbacks=self.callbacks)
+            try:
+                module = self._trained_prior(config, seed)
+            except RuntimeError as exc:  # the CPU allocator's out-of-memory error
+                if "can't allocate memory" not in str(exc):
+                    raise
+                raise MemoryError(
+                    f"The prior network of hidden_dim={config.hidden_dim}, n_layers="
+                    f"{config.n_layers} does not fit in memory; lower 'hidden_dim' or "
+                    "'n_layers'.") from exc
         self.module_ = module
         self.prior_config_ = config
         self.schedule_ = config.schedule().to(self.device_)
+
+    def _trained_prior(self, config, seed):
+        """A prior of ``config`` trained (or read from the disk cache) for this estimator."""
+        return trained_prior(
+            config, max_epochs=int(self.max_epochs), steps_per_epoch=int(self.steps_per_epoch),
+            seed=seed, device=self.device_,
+            cache_dir=self.cache_dir if self.cache_dir is not None else default_cache_dir(),
+            verbose=self.verbose, callbacks=self.callbacks)
 
     def _checked_bounds(self, d):
         """``x_bounds`` as a validated (d, 2) array, or None."""
