@@ -129,8 +129,8 @@ def fit_scale(values, *, weights=None, name="y", return_constant=False):
 
     ``weights`` (n,) makes them weighted statistics (a row of weight 0 does not count). The
     scale is the standard deviation; a column that is constant *relative to its own
-    magnitude* (std below ``1e-12 * (|mean| + the typical magnitude)``) gets scale 1 and
-    therefore passes through centred but unscaled. Unlike an absolute threshold this treats
+    magnitude* (std below ``10 eps (|mean| + the typical magnitude)``, eps the float64
+    machine epsilon) gets scale 1 and therefore passes through centred but unscaled. Unlike an absolute threshold this treats
     data in tiny or huge units alike (scikit-learn's ``_handle_zeros_in_scale`` idea).
     Non-finite statistics are an error. ``return_constant`` adds the mask of those constant
     columns to the result.
@@ -151,7 +151,8 @@ def fit_scale(values, *, weights=None, name="y", return_constant=False):
         raise ValueError(
             f"The mean or standard deviation of {name} is not finite (the values reach "
             f"{np.nanmax(np.abs(v)):.3g}); rescale {name} to a range float64 can square.")
-    constant = (std <= 1e-12 * (np.abs(mean) + typical)) | (std == 0)
+    # float64 resolves deviations down to a few ulps of the values' magnitude
+    constant = (std <= 10 * np.finfo(np.float64).eps * (np.abs(mean) + typical)) | (std == 0)
     scale = np.where(constant, 1.0, std)
     return (mean, scale, constant) if return_constant else (mean, scale)
 
