@@ -63,7 +63,9 @@ from ._engine import (  # noqa: F401  (re-exported for the estimators)
     atomic_write,
     derive_seed,
     draw_seed,
+    error_line,
     first_item,
+    out_of_memory_as,
     torch_seed,
 )
 
@@ -188,7 +190,7 @@ def _oom_message(exc, estimator):
                          "n_layers") if n in estimator.get_params()]
     cuda = isinstance(exc, torch.cuda.OutOfMemoryError)
     return (
-        f"{'CUDA' if cuda else 'The CPU'} ran out of memory ({str(exc).splitlines()[0]}). "
+        f"{'CUDA' if cuda else 'The CPU'} ran out of memory ({error_line(exc)}). "
         f"Lower {' or '.join(repr(n) for n in names)}"
         + (" or use device='cpu'." if cuda else ".")
     )
@@ -381,10 +383,9 @@ class EstimatorBase(BaseEstimator):
         autocast = torch.autocast(torch.device(self.device_).type, dtype=dtype,
                                   enabled=dtype is not None)
         try:
-            with torch.no_grad(), self._threads(), autocast:
+            with torch.no_grad(), self._threads(), autocast, \
+                    out_of_memory_as(lambda exc: _oom_message(exc, self)):
                 yield module
-        except torch.cuda.OutOfMemoryError as exc:  # pragma: no cover - needs a GPU
-            raise MemoryError(_oom_message(exc, self)) from exc
         finally:
             module.train(was_training)
 
@@ -827,17 +828,10 @@ class NeuralEstimatorBase(EstimatorBase):
                 cb.total = epochs or self.max_epochs
                 cb.desc = f"{type(self).__name__}{progress_label}"
         seed = derive_seed(self.seed_, start)
-        try:
-            with self._rng(seed):
-                # partial_fit runs on_train_begin/end around fit_loop, so EarlyStopping
-                # restores the best weights at the end of this call.
-                self.net_.partial_fit(train_ds, None, epochs=epochs)
-        except torch.cuda.OutOfMemoryError as exc:  # pragma: no cover - needs a GPU
-            raise MemoryError(_oom_message(exc, self)) from exc
-        except RuntimeError as exc:  # the CPU allocator's out-of-memory error
-            if "can't allocate memory" not in str(exc) and "not enough memory" not in str(exc):
-                raise
-            raise MemoryError(_oom_message(exc, self)) from exc
+        with self._rng(seed), out_of_memory_as(lambda exc: _oom_message(exc, self)):
+            # partial_fit runs on_train_begin/end around fit_loop, so EarlyStopping
+            # restores the best weights at the end of this call.
+            self.net_.partial_fit(train_ds, None, epochs=epochs)
         self.module_ = self.net_.module_
         self.history_ = self.net_.history
         self.module_.eval()

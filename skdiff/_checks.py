@@ -118,7 +118,7 @@ def validate_data(estimator, /, X="no_validation", y="no_validation", **kwargs):
         if msg.startswith("Found array with dim"):
             raise ValueError(f"'X' of {name} must be 2-D (n_samples, n_features). ({msg})") \
                 from exc
-        if "inhomogeneous" in msg or "sequence" in msg:
+        if "inhomogeneous" in msg or "setting an array element with a sequence" in msg:
             raise ValueError(f"'X' of {name} must be a rectangular array: its rows have "
                              f"different lengths. ({msg})") from exc
         raise
@@ -130,8 +130,9 @@ def fit_scale(values, *, weights=None, name="y", return_constant=False):
     ``weights`` (n,) makes them weighted statistics (a row of weight 0 does not count). The
     scale is the standard deviation; a column that is constant *relative to its own
     magnitude* (std below ``10 eps (|mean| + the typical magnitude)``, eps the float64
-    machine epsilon) gets scale 1 and therefore passes through centred but unscaled. Unlike an absolute threshold this treats
-    data in tiny or huge units alike (scikit-learn's ``_handle_zeros_in_scale`` idea).
+    machine epsilon) gets scale 1 and therefore passes through centred but unscaled. Unlike
+    an absolute threshold this treats data in tiny or huge units alike (scikit-learn's
+    ``_handle_zeros_in_scale`` idea).
     Non-finite statistics are an error. ``return_constant`` adds the mask of those constant
     columns to the result.
     """

@@ -36,7 +36,9 @@ __all__ = [
     "TrainingDivergedError",
     "atomic_write",
     "draw_seed",
+    "error_line",
     "first_item",
+    "out_of_memory_as",
     "torch_seed",
 ]
 
@@ -70,6 +72,32 @@ def draw_seed(random_state) -> int:
 def derive_seed(seed: int, offset: int) -> int:
     """A second seed derived from ``seed``, kept inside the valid range."""
     return int((int(seed) + int(offset)) % SEED_BOUND)
+
+
+def is_out_of_memory(exc):
+    """Whether ``exc`` is torch running out of memory: CUDA's error, or the CPU allocator's
+    ``RuntimeError`` (which has no class of its own)."""
+    text = str(exc)
+    return isinstance(exc, torch.cuda.OutOfMemoryError) or (
+        isinstance(exc, RuntimeError)
+        and ("can't allocate memory" in text or "not enough memory" in text))
+
+
+def error_line(exc):
+    """The first line of an exception's message (its type's name when it has none)."""
+    return (str(exc).splitlines() or [type(exc).__name__])[0]
+
+
+@contextlib.contextmanager
+def out_of_memory_as(message):
+    """Turn torch running out of memory in the block (CUDA or the CPU) into a
+    :class:`MemoryError` whose text is ``message(exc)``: the parameters to lower."""
+    try:
+        yield
+    except RuntimeError as exc:
+        if not is_out_of_memory(exc):
+            raise
+        raise MemoryError(message(exc)) from exc
 
 
 @contextlib.contextmanager

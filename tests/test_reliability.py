@@ -548,3 +548,28 @@ def test_ndp_score_and_target_shape_errors_say_what_is_expected():
     assert np.isfinite(ndp.score(X, y))
     with pytest.raises(ValueError, match="Graph 'features' must be 2-D"):
         Graph(np.zeros(5), np.eye(5))
+
+
+def test_cpu_out_of_memory_in_ndp_sampling_names_n_samples(monkeypatch):
+    import skdiff.ndp._estimator as ndp_module
+    from skdiff import NDPRegressor
+
+    X = np.linspace(0, 1, 6)[:, None]
+    ndp = NDPRegressor(n_samples=4, n_sampling_steps=3, n_resample=0, random_state=0).fit(
+        X, np.sin(4 * X[:, 0]))
+
+    def exhausted(*args, **kwargs):
+        raise RuntimeError("DefaultCPUAllocator: can't allocate memory: you tried to allocate "
+                           "10 GB")
+
+    monkeypatch.setattr(ndp_module, "conditional_sample", exhausted)
+    with pytest.raises(MemoryError, match=r"Sampling 4 joint samples of 6 points ran out of "
+                                          r"memory .*Lower 'n_samples' \(currently 4\)"):
+        ndp.predict(X)
+
+    def failing(*args, **kwargs):  # another RuntimeError passes through unchanged
+        raise RuntimeError("a shape mismatch")
+
+    monkeypatch.setattr(ndp_module, "conditional_sample", failing)
+    with pytest.raises(RuntimeError, match="a shape mismatch"):
+        ndp.predict(X)

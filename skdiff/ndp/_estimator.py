@@ -13,7 +13,7 @@ from sklearn.base import RegressorMixin
 from .._base import EstimatorBase, Interval, StrOptions, check_is_fitted, validate_data
 from .._checks import check_n_samples, fit_scale
 from .._docs import fill_doc
-from .._engine import draw_seed, torch_seed
+from .._engine import draw_seed, error_line, out_of_memory_as, torch_seed
 from ..diffusion.samplers import conditional_sample, prior_sample
 from ._prior_cache import default_cache_dir, pretrained_prior, trained_prior
 
@@ -305,15 +305,11 @@ class NDPRegressor(RegressorMixin, EstimatorBase):
                     f"prior={self.prior!r}. Use pretrained=True to load weights from a path.")
             config = get_prior_config(self.prior, n_dims).replace(
                 lr=float(self.lr), batch_size=int(self.batch_size), **size)
-            try:
-                module = self._trained_prior(config, seed)
-            except RuntimeError as exc:  # the CPU allocator's out-of-memory error
-                if "can't allocate memory" not in str(exc):
-                    raise
-                raise MemoryError(
+            with out_of_memory_as(lambda exc: (
                     f"The prior network of hidden_dim={config.hidden_dim}, n_layers="
-                    f"{config.n_layers} does not fit in memory; lower 'hidden_dim' or "
-                    "'n_layers'.") from exc
+                    f"{config.n_layers} does not fit in memory ({error_line(exc)}); lower "
+                    "'hidden_dim' or 'n_layers'.")):
+                module = self._trained_prior(config, seed)
         self.module_ = module
         self.prior_config_ = config
         self.schedule_ = config.schedule().to(self.device_)
@@ -397,20 +393,12 @@ class NDPRegressor(RegressorMixin, EstimatorBase):
             xc = torch.as_tensor(Zc, dtype=torch.float32, device=dev)
             yc = torch.as_tensor(self.y_train_, dtype=torch.float32, device=dev)
             xt = torch.as_tensor(Z, dtype=torch.float32, device=dev)
-            try:
+            with out_of_memory_as(lambda exc: (
+                    f"Sampling {int(n_samples)} joint samples of {Z.shape[0]} points ran out of "
+                    f"memory ({error_line(exc)}). Lower 'n_samples' (currently "
+                    f"{self.n_samples}) or 'predict_batch_size'.")):
                 ys = conditional_sample(self._eps_model(), self.schedule_, xc, yc, xt,
                                         **kwargs)
-            except torch.cuda.OutOfMemoryError as exc:  # pragma: no cover - needs a GPU
-                raise MemoryError(
-                    f"CUDA ran out of memory ({exc}). Lower 'n_samples' or "
-                    "'predict_batch_size', or use device='cpu'.") from exc
-            except RuntimeError as exc:  # the CPU allocator's out-of-memory error
-                if "can't allocate memory" not in str(exc):
-                    raise
-                raise MemoryError(
-                    f"The CPU ran out of memory sampling {int(n_samples)} joint samples of "
-                    f"{Z.shape[0]} points. Lower 'n_samples' (currently {self.n_samples}) or "
-                    "'predict_batch_size'.") from exc
         return ys.squeeze(-1).T.double().cpu().numpy()  # [n_X, S]
 
     def _prepare_predict(self, X):
