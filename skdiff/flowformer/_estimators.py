@@ -82,9 +82,9 @@ patch_len : int, "auto" or None
     patch of p consecutive steps (all channels of those steps, or one channel's with an
     ``adjacency``), as in PatchTST (Nie et al., ICLR 2023); attention then runs over
     about L / ``patch_stride`` tokens. Needs p <= L. ``"auto"``: patches of 8 steps
-    starting every 4 steps for sequences of 64 steps or more (a quarter of the tokens:
-    faster, and as accurate or more on long windows), one token per step for shorter
-    ones. The values used are ``patch_len_`` and ``patch_stride_``.
+    starting every 4 steps for sequences of 64 steps or more (a quarter of the tokens,
+    so attention costs a quarter), one token per step for shorter ones. The values used
+    are ``patch_len_`` and ``patch_stride_``.
 patch_stride : int or None
     Step between patch starts, ``1 <= patch_stride <= patch_len`` (``None``: equal to
     ``patch_len``, non-overlapping). The end of the window is padded with copies of its
