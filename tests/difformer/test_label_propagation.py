@@ -1,0 +1,126 @@
+"""DIFFormerClassifier's label propagation over the graph (``label_propagation``)."""
+
+import pickle
+
+import numpy as np
+import pytest
+import scipy.sparse as sp
+from sklearn.model_selection import StratifiedKFold, cross_val_score
+
+from skdiff import DIFFormerClassifier, Graph
+from skdiff.datasets import make_label_mask, make_planted_partition
+from skdiff.difformer._propagation import LabelSmoother, normalized_adjacency
+
+FAST = dict(n_layers=1, hidden_dim=16, max_epochs=30, device="cpu", random_state=0)
+
+
+@pytest.fixture(scope="module")
+def homophilous():
+    """Only the graph knows the classes: the features are pure noise (30 labels per class)."""
+    X, y, A = make_planted_partition(600, 3, p_in=0.04, p_out=0.004, random_state=0)
+    return X, y, A, make_label_mask(y, 30, random_state=0)
+
+
+@pytest.fixture(scope="module")
+def heterophilous():
+    """Edges run between classes; the features carry the classes."""
+    X, y, A = make_planted_partition(600, 3, p_in=0.002, p_out=0.03, feature_signal=1.5,
+                                     random_state=0)
+    return X, y, A, make_label_mask(y, 10, random_state=0)
+
+
+def _accuracy(clf, y, y_fit):
+    unlabelled = y_fit == -1
+    return np.mean(clf.transduction_[unlabelled] == y[unlabelled])
+
+
+def test_auto_spreads_labels_on_a_homophilous_graph(homophilous):
+    X, y, A, y_fit = homophilous
+    on = DIFFormerClassifier(**FAST).fit(X, y_fit, adjacency=A)
+    off = DIFFormerClassifier(**FAST, label_propagation=False).fit(X, y_fit, adjacency=A)
+    assert on.label_propagation_ and not off.label_propagation_
+    assert _accuracy(on, y, y_fit) > 0.95
+    assert _accuracy(off, y, y_fit) < _accuracy(on, y, y_fit) - 0.1
+    # the known labels stay as given
+    labelled = y_fit != -1
+    np.testing.assert_array_equal(on.transduction_[labelled], y_fit[labelled])
+
+
+def test_auto_leaves_a_heterophilous_graph_alone(heterophilous):
+    X, y, A, y_fit = heterophilous
+    auto = DIFFormerClassifier(**FAST).fit(X, y_fit, adjacency=A)
+    off = DIFFormerClassifier(**FAST, label_propagation=False).fit(X, y_fit, adjacency=A)
+    forced = DIFFormerClassifier(**FAST, label_propagation=True).fit(X, y_fit, adjacency=A)
+    assert not auto.label_propagation_ and forced.label_propagation_
+    np.testing.assert_array_equal(auto.transduction_, off.transduction_)
+    assert _accuracy(forced, y, y_fit) < _accuracy(auto, y, y_fit)
+
+
+def test_no_graph_no_propagation():
+    X, y, _ = make_planted_partition(200, 2, feature_signal=2.0, random_state=0)
+    clf = DIFFormerClassifier(**FAST, label_propagation=True).fit(X, y)
+    assert not clf.label_propagation_
+
+
+def test_smoothing_equals_the_dense_fixed_point():
+    """The iteration converges to the fixed point with the seeds clamped:
+    G_U = (I - a S_UU)^-1 ((1 - a) P_U + a S_UL Y_L)."""
+    rng = np.random.RandomState(0)
+    n, k, alpha = 40, 3, 0.6
+    A = sp.random(n, n, density=0.15, random_state=rng)
+    A = A + A.T
+    seeds = np.array([0, 5, 9, 17, 30])
+    codes = np.array([0, 1, 2, 1, 0])
+    P = rng.dirichlet(np.ones(k), size=n)
+    smoother = LabelSmoother(A, seeds, codes, k, alpha)
+    got = smoother.smooth(P)
+
+    S = normalized_adjacency(A).toarray().astype(np.float64)
+    U = np.setdiff1d(np.arange(n), seeds)
+    Y = np.eye(k)[codes]
+    G_U = np.linalg.solve(np.eye(U.size) - alpha * S[np.ix_(U, U)],
+                          (1 - alpha) * P[U] + alpha * S[np.ix_(U, seeds)] @ Y)
+    want = np.zeros((n, k))
+    want[U], want[seeds] = G_U, Y
+    want /= want.sum(1, keepdims=True)
+    np.testing.assert_allclose(got, want, atol=1e-5)
+
+
+def test_graph_mode_predictions_and_samples_propagate(homophilous):
+    X, y, A, _ = homophilous
+    g = Graph(X, A)
+    train = np.arange(0, 600, 4)
+    clf = DIFFormerClassifier(**FAST).fit(train[:, None], y[train], graph=g)
+    assert clf.label_propagation_
+    rest = np.setdiff1d(np.arange(600), train)
+    pred = clf.predict(rest[:, None])
+    np.testing.assert_array_equal(pred, clf.transduction_[rest])
+    assert np.mean(pred == y[rest]) > 0.95
+    samples = clf.sample_posterior(rest[:, None], n_samples=4, random_state=0)
+    np.testing.assert_allclose(samples.sum(axis=1), 1.0, rtol=1e-6)
+    assert np.mean(clf.classes_[samples.mean(-1).argmax(1)] == y[rest]) > 0.95
+    # the propagation travels with the pickled estimator
+    back = pickle.loads(pickle.dumps(clf))
+    proba = clf.predict_proba(rest[:, None])
+    np.testing.assert_allclose(back.predict_proba(rest[:, None]), proba)
+    # passing the fitted graph is the same as passing none, after a round trip too
+    np.testing.assert_allclose(back.predict_proba(rest[:, None], graph=g), proba)
+
+
+def test_cross_validation_on_one_graph(homophilous):
+    X, y, A, _ = homophilous
+    g = Graph(X, A)
+    cv = StratifiedKFold(3, shuffle=True, random_state=0)
+    scores = cross_val_score(DIFFormerClassifier(**FAST), g.node_ids(), y, cv=cv,
+                             params={"graph": g})
+    assert scores.min() > 0.95
+
+
+@pytest.mark.parametrize("params,match", [
+    (dict(label_propagation="yes"), r"'label_propagation' parameter .* Got 'yes'"),
+    (dict(propagation_alpha=1.0), r"'propagation_alpha' parameter .* range \[0.0, 1.0\)"),
+])
+def test_bad_parameters_are_named(homophilous, params, match):
+    X, _, A, y_fit = homophilous
+    with pytest.raises(ValueError, match=match):
+        DIFFormerClassifier(**FAST, **params).fit(X, y_fit, adjacency=A)
