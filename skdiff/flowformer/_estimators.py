@@ -111,6 +111,9 @@ patch_len_, patch_stride_ : int or None
     The patches used (``patch_len="auto"`` resolved for ``sequence_length_``).
 n_channels_in_ : int
     Channels C (1 for 2-D ``X``).
+feature_names_in_ : ndarray of str
+    Column names of ``X`` when it is a DataFrame (one sequence per row, one time step per
+    column) with string column names.
 x_mean_ : ndarray of shape (C,)
     Per-channel mean of ``X`` (its standardisation).
 x_scale_ : ndarray of shape (C,)
@@ -150,8 +153,8 @@ FLOWFORMER_DOCS["network_parameters"] = [
     "attention", "instance_norm", "skip", "patch_len", "patch_stride", "layout",
     "inference_dtype"]
 FLOWFORMER_DOCS["sequence_attributes"] = [
-    "n_features_in_", "sequence_length_", "n_channels_in_", "x_mean_", "x_scale_",
-    "adjacency_", "skip_", "patch_len_, patch_stride_", "init_scores_"]
+    "n_features_in_", "feature_names_in_", "sequence_length_", "n_channels_in_", "x_mean_",
+    "x_scale_", "adjacency_", "skip_", "patch_len_, patch_stride_", "init_scores_"]
 
 _MODEL_CONSTRAINTS = {
     "hidden_dim": [Interval(numbers.Integral, 1, None, closed="left")],
