@@ -5,7 +5,8 @@ header ``name : type, default=<value>`` with the default read from the signature
 text cannot disagree with the code) and the shared description below it. The class
 docstring reads the defaults of ``__init__``; the docstring of a method that the decorated
 class itself defines (``fit``, ``predict``, ``partial_fit``, ...) reads those of the method,
-so a parameter that several methods and estimators share has one description. A name that
+so a parameter that several methods and estimators share has one description; a decorated
+function reads its own. A name that
 is not a parameter of the signature (a fitted attribute) gets the header ``name : type``.
 An entry whose value is a list of names is a group, expanded in order; a string is a
 verbatim block (e.g. the references of a model family, or a paragraph that several
@@ -174,13 +175,16 @@ _PLACEHOLDER = re.compile(r"^([ \t]*)%\((\w+)\)s[ \t]*$", re.MULTILINE)
 
 
 def fill_doc(*extra_docs):
-    """Class decorator: expand ``%(name)s`` lines of the class docstring and of the docstrings
-    of the methods the class defines (see the module docstring)."""
+    """Decorator: expand ``%(name)s`` lines of a class docstring and of the docstrings of the
+    methods the class defines, or of a function's docstring (see the module docstring)."""
     docs = dict(TRAINING_DOCS)
     for d in extra_docs:
         docs.update(d)
 
     def decorate(cls):
+        if inspect.isfunction(cls):  # a plain function: its own signature's defaults
+            cls.__doc__ = _filled(cls.__doc__, docs, inspect.signature(cls))
+            return cls
         cls.__doc__ = _filled(cls.__doc__, docs, inspect.signature(cls.__init__))
         for member in vars(cls).values():
             func = member.__func__ if isinstance(member, (classmethod, staticmethod)) \

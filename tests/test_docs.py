@@ -47,6 +47,21 @@ def test_class_and_method_placeholders_take_the_defaults_of_their_own_signature(
     assert Model.__doc__.split().count("well-known-term") == 13
 
 
+def test_a_decorated_function_takes_its_own_defaults_and_stays_the_same_function():
+    def step(y, alpha=0.1):
+        """Step.
+
+        Parameters
+        ----------
+        %(alpha)s
+        """
+        return y + alpha
+
+    assert fill_doc(DOCS)(step) is step
+    assert "        alpha : float, default=0.1\n" in step.__doc__
+    assert step(1.0) == 1.1
+
+
 def test_an_unknown_placeholder_is_an_error():
     with pytest.raises(ValueError, match="fill_doc: no documentation for 'gamma'"):
         @fill_doc(DOCS)

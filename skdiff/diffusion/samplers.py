@@ -53,6 +53,7 @@ import numbers
 
 import torch
 
+from .._docs import fill_doc, parse_docs
 from .schedule import NoiseSchedule
 
 __all__ = [
@@ -125,28 +126,37 @@ def strided_levels(T, n_steps, spacing="quadratic"):
     return torch.unique_consecutive(levels).tolist()
 
 
+#: Parameters of the reverse steps.
+STEP_DOCS = parse_docs("""
+schedule : NoiseSchedule
+    The schedule whose :math:`\\bar\\alpha` the step uses.
+eps_hat : Tensor
+    Predicted noise, shape like ``y_t``.
+y_t : Tensor
+    Values at level ``t``.
+noise : Tensor or None
+    Standard normal noise of the step (drawn from torch's generator when ``None``).
+""")
+STEP_DOCS["step_inputs"] = ["schedule", "eps_hat", "y_t"]
+
+
 def _ab(schedule, t):
     """:math:`\\bar\\alpha_t` as a Python float (``t = -1``: 1.0)."""
     return 1.0 if t < 0 else float(schedule.alpha_bars.double()[t])
 
 
+@fill_doc(STEP_DOCS)
 def ddim_step(schedule, eps_hat, y_t, t, s, *, eta=1.0, noise=None):
     """Generalised reverse step from level ``t`` to ``s < t`` (see the module docstring).
 
     Parameters
     ----------
-    schedule : NoiseSchedule
-        The schedule whose :math:`\\bar\\alpha` the step uses.
-    eps_hat : Tensor
-        Predicted noise, shape like ``y_t``.
-    y_t : Tensor
-        Values at level ``t``.
+    %(step_inputs)s
     t, s : int
         Current and target levels (``s = -1``: clean data).
     eta : float, default=1.0
         0 gives the deterministic DDIM step, 1 the DDPM-like stochastic step.
-    noise : Tensor, default=None
-        Standard normal noise (drawn when ``None``).
+    %(noise)s
 
     Returns
     -------
@@ -169,6 +179,7 @@ def ddim_step(schedule, eps_hat, y_t, t, s, *, eta=1.0, noise=None):
     return out
 
 
+@fill_doc(STEP_DOCS)
 def ddpm_step(schedule, eps_hat, y_t, t, *, noise=None):
     """One DDPM reverse step from level ``t`` to ``t - 1`` (:math:`\\sigma_t^2 = \\tilde\\beta_t`).
 
@@ -176,16 +187,10 @@ def ddpm_step(schedule, eps_hat, y_t, t, *, noise=None):
 
     Parameters
     ----------
-    schedule : NoiseSchedule
-        The schedule whose :math:`\\bar\\alpha` the step uses.
-    eps_hat : Tensor
-        Predicted noise, shape like ``y_t``.
-    y_t : Tensor
-        Values at level ``t``.
+    %(step_inputs)s
     t : int
         Current level (``t = 0`` steps to clean data).
-    noise : Tensor, default=None
-        Standard normal noise (drawn from torch's generator when ``None``).
+    %(noise)s
 
     Returns
     -------

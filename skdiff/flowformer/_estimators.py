@@ -104,7 +104,8 @@ batch_size : int
 n_features_in_ : int
     Sequence length L seen in ``fit`` (scikit-learn counts the second axis as features).
 sequence_length_ : int
-    Same as ``n_features_in_``; predict needs sequences of this length.
+    Sequence length L seen in ``fit`` (equal to ``n_features_in_``); predict needs
+    sequences of this length.
 skip_ : str
     The linear skip used (``skip="auto"`` resolved).
 patch_len_, patch_stride_ : int or None
@@ -599,7 +600,7 @@ class FlowformerClassifier(ClassifierTask, _FlowformerBase):
 
     See Also
     --------
-    FlowformerRegressor
+    FlowformerRegressor : the same network for sequence regression and forecasting.
 
     References
     ----------

@@ -137,8 +137,9 @@ class NDPRegressor(RegressorMixin, EstimatorBase):
     %(device)s
     %(n_threads)s
     random_state : int, RandomState or None, default=None
-        Seeds prior training and ``predict``'s Monte Carlo noise: a fitted estimator's
-        ``predict`` is deterministic.
+        Seeds the choice of the context rows beyond ``max_context``, prior training and
+        ``predict``'s Monte Carlo noise (through ``seed_``): a fitted estimator's ``predict``
+        is deterministic.
     verbose : int, default=0
         ``1``: a progress bar over the sampler's network evaluations in ``predict`` and
         ``sample_posterior`` (one per block of query points) and over the epochs of prior
