@@ -52,6 +52,7 @@ from skorch.helper import predefined_split
 from torch.utils.data import Dataset
 
 from ._checks import Interval, check_n_samples, memory_for, validate_data  # noqa: F401
+from ._docs import fill_doc
 from ._engine import (  # noqa: F401  (re-exported for the estimators)
     SEED_BOUND,
     AcceleratedNet,
@@ -238,6 +239,7 @@ class RowDataset(Dataset):
         return self.X[i], {"y": self.y[i], "w": self.w[i]}
 
 
+@fill_doc()
 class EstimatorBase(BaseEstimator):
     """What every skdiff estimator shares, trained or not: parameter validation, device,
     seeding, fit as a transaction, inference, ``sample_posterior`` and persistence.
@@ -406,12 +408,16 @@ class EstimatorBase(BaseEstimator):
 
         Parameters
         ----------
-        X : array-like
-            As in ``predict``.
+        %(predict_X)s
         n_samples : int, default=100
+            Monte Carlo samples drawn for every row (one stochastic forward pass or one
+            Gaussian draw each).
         random_state : int, RandomState instance or None, default=None
-        **predict_params
-            As in ``predict`` (e.g. ``adjacency`` or ``graph``).
+            Seeds the draws (dropout masks or Gaussian noise): an int gives the same
+            samples on every call on the CPU; ``None`` draws a seed from numpy's global
+            random state, so samples differ between calls. The caller's torch random
+            state is left untouched.
+        %(predict_params)s
 
         Returns
         -------
@@ -458,8 +464,17 @@ class EstimatorBase(BaseEstimator):
     def save(self, path):
         """Write the estimator (fitted or not) to ``path`` with joblib, atomically.
 
-        Everything travels: the network, scalers, classes, caches and parameters. A file
-        written on a GPU machine loads on a CPU-only one. :meth:`load` reads it back.
+        Everything travels: the network, scalers, classes, caches and parameters, with the
+        version of skdiff that wrote them. A file written on a GPU machine loads on a
+        CPU-only one. :meth:`load` reads it back.
+
+        Parameters
+        ----------
+        path : str or path-like
+            The file to write. Missing parent folders are created; an existing file is
+            replaced only once the new one is complete (a temporary file in the same
+            folder, then a rename), so a reader never sees a partial file. A folder is
+            refused.
         """
         import io
 
@@ -480,7 +495,18 @@ class EstimatorBase(BaseEstimator):
         """Read an estimator written by :meth:`save` (a pickle: load only files you trust).
 
         Refuses a file that holds another kind of estimator, and warns when it was written
-        by another version of skdiff.
+        by another version of skdiff (or is a plain pickle, whose version is unknown).
+
+        Parameters
+        ----------
+        path : str or path-like
+            A file written by ``save`` of this class.
+
+        Returns
+        -------
+        estimator : estimator
+            The saved estimator, fitted or not as it was saved; a network saved on a GPU
+            is on the CPU when this machine has no CUDA.
         """
         import joblib
 

@@ -1,11 +1,16 @@
-"""Shared parameter documentation, filled into class docstrings (as MNE-Python's ``fill_doc``).
+"""Shared parameter documentation, filled into docstrings (as MNE-Python's ``fill_doc``).
 
 A docstring line that holds only ``%(name)s`` becomes that parameter's numpydoc entry: the
-header ``name : type, default=<value>`` with the default read from the class's ``__init__``
-signature (so the text cannot disagree with the code) and the shared description below it.
-A name that is not a parameter of ``__init__`` (a fitted attribute) gets the header
-``name : type``. An entry whose value is a list of names is a group, expanded in order; a
-string is a verbatim block (e.g. the references of a model family).
+header ``name : type, default=<value>`` with the default read from the signature (so the
+text cannot disagree with the code) and the shared description below it. The class
+docstring reads the defaults of ``__init__``; the docstring of a method that the decorated
+class itself defines (``fit``, ``predict``, ``partial_fit``, ...) reads those of the method,
+so a parameter that several methods and estimators share has one description; a decorated
+function reads its own. A name that
+is not a parameter of the signature (a fitted attribute) gets the header ``name : type``.
+An entry whose value is a list of names is a group, expanded in order; a string is a
+verbatim block (e.g. the references of a model family, or a paragraph that several
+methods share).
 Families add their own entries (e.g. the network parameters shared by a classifier and a
 regressor) by passing a dict.
 """
@@ -85,8 +90,8 @@ accelerator : accelerate.Accelerator or None
     precision; ``device`` is then the accelerator's. ``None`` trains in this process.
 random_state : int, RandomState instance or None
     Seeds initialisation, dropout, shuffling and the validation split: the same value
-    gives the same predictions on the CPU. The caller's global torch and numpy random
-    states are left untouched.
+    gives the same predictions on the CPU. The caller's global torch random state is left
+    untouched, and so is numpy's unless ``None`` draws the fit seed from it.
 verbose : int
     0 prints nothing; 1 shows a progress bar over the epochs of each fit (one per
     initialisation with ``n_init``) with the latest losses, and over long Monte Carlo
@@ -98,23 +103,44 @@ class_weight : dict, "balanced" or None
 callbacks : list of skorch callbacks or (name, callback) pairs, or None
     Extra skorch callbacks run during training, after the estimator's own (early
     stopping, the non-finite-loss guard).
+classes : array-like of shape (n_classes,) or None
+    Every class label, for a first call whose ``y`` lacks some classes (scikit-learn's
+    ``partial_fit`` convention): the output layer gets one unit per class and
+    ``classes_`` holds them. ``None``: the classes of ``y`` on the first call, the fitted
+    ``classes_`` afterwards; a later call must pass those same classes or ``None``.
 module_ : torch.nn.Module
     The trained network.
 net_ : skorch.NeuralNet
     The skorch net that trained it.
 history_ : skorch.History
     Per-epoch training loss and validation scores.
+early_stopping_ : bool
+    Whether early stopping was on in the last fit (``early_stopping`` with ``"auto"``
+    resolved for that fit's labelled and validation rows).
 device_ : str
     The device the network is on.
 seed_ : int
     The seed of this fit (of the kept initialisation with ``n_init``).
 """)
+#: the inputs of the prediction methods that every estimator family shares
+TRAINING_DOCS["predict_X"] = """
+X : array-like
+    Samples in the form ``fit`` takes them (DIFFormer: feature rows, or node ids in
+    graph mode; Flowformer: sequences of shape (n_rows, length) or (n_rows, length,
+    n_channels)).
+"""
+TRAINING_DOCS["predict_params"] = """
+**predict_params
+    The estimator's prediction inputs besides ``X``: ``adjacency`` and ``graph`` for
+    the DIFFormer estimators, none for the Flowformer estimators.
+"""
+TRAINING_DOCS["predict_parameters"] = ["predict_X", "predict_params"]
 TRAINING_DOCS["training_parameters"] = [
     "max_epochs", "lr", "weight_decay", "batch_size", "early_stopping",
     "validation_fraction", "n_iter_no_change", "n_init", "warm_start", "device", "n_threads",
     "mixed_precision", "accelerator", "random_state", "verbose", "callbacks"]
 TRAINING_DOCS["network_attributes"] = [
-    "module_", "net_", "history_", "device_", "seed_"]
+    "module_", "net_", "history_", "early_stopping_", "device_", "seed_"]
 
 
 def _entry(name, docs, signature, indent):
@@ -131,22 +157,40 @@ def _entry(name, docs, signature, indent):
         default = param.default
         header += f', default="{default}"' if isinstance(default, str) else \
             f", default={default!r}"
+    # no break after a hyphen: reST would render "scikit-" + newline + "learn" as two words
     body = textwrap.fill(text, width=96 - len(indent), initial_indent=indent + "    ",
-                         subsequent_indent=indent + "    ")
+                         subsequent_indent=indent + "    ", break_on_hyphens=False)
     return header + "\n" + body
 
 
+def _filled(doc, docs, signature):
+    """``doc`` with every ``%(name)s`` line expanded (``doc`` unchanged when it has none)."""
+    if not doc:
+        return doc
+    return _PLACEHOLDER.sub(lambda m: _entry(m.group(2), docs, signature, m.group(1)), doc)
+
+
+#: a docstring line that holds only ``%(name)s``: (indent, name)
+_PLACEHOLDER = re.compile(r"^([ \t]*)%\((\w+)\)s[ \t]*$", re.MULTILINE)
+
+
 def fill_doc(*extra_docs):
-    """Class decorator: expand ``%(name)s`` lines of the docstring (see the module docstring)."""
+    """Decorator: expand ``%(name)s`` lines of a class docstring and of the docstrings of the
+    methods the class defines, or of a function's docstring (see the module docstring)."""
     docs = dict(TRAINING_DOCS)
     for d in extra_docs:
         docs.update(d)
 
     def decorate(cls):
-        signature = inspect.signature(cls.__init__)
-        pattern = re.compile(r"^([ \t]*)%\((\w+)\)s[ \t]*$", re.MULTILINE)
-        cls.__doc__ = pattern.sub(
-            lambda m: _entry(m.group(2), docs, signature, m.group(1)), cls.__doc__)
+        if inspect.isfunction(cls):  # a plain function: its own signature's defaults
+            cls.__doc__ = _filled(cls.__doc__, docs, inspect.signature(cls))
+            return cls
+        cls.__doc__ = _filled(cls.__doc__, docs, inspect.signature(cls.__init__))
+        for member in vars(cls).values():
+            func = member.__func__ if isinstance(member, (classmethod, staticmethod)) \
+                else member
+            if inspect.isfunction(func):
+                func.__doc__ = _filled(func.__doc__, docs, inspect.signature(func))
         return cls
 
     return decorate

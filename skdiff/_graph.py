@@ -93,7 +93,9 @@ class Graph:
     Attributes
     ----------
     features : ndarray or scipy CSR matrix of shape (n_nodes, n_features), float32
+        The validated node features (a sparse input stays sparse, as CSR).
     adjacency : scipy CSR matrix of shape (n_nodes, n_nodes), float64
+        The validated edge weights, symmetrised as ``max(A, A.T)``.
 
     Examples
     --------

@@ -21,7 +21,10 @@ def sample_posterior(estimator, X, n_samples=100, random_state=None, **predict_p
     X : array-like
         Inputs, as the pipeline's (or estimator's) ``predict`` takes them.
     n_samples : int, default=100
+        Samples drawn for every row, passed to the last step's ``sample_posterior``.
     random_state : int, RandomState instance or None, default=None
+        Seeds the draws, passed to the last step's ``sample_posterior``: an int repeats
+        the samples, ``None`` draws fresh ones on every call.
     **predict_params
         Passed to the last step's ``sample_posterior`` (e.g. ``adjacency``).
 

@@ -22,6 +22,7 @@ from sklearn.utils.multiclass import check_classification_targets
 
 from ._base import EstimatorBase, check_is_fitted
 from ._checks import fit_scale, split_unlabelled, warn_if_marker_looks_like_a_class
+from ._docs import fill_doc
 from .nn.losses import WeightedCrossEntropy, WeightedMSE
 
 __all__ = ["ClassifierTask", "RegressorTask"]
@@ -42,6 +43,7 @@ def _as_label_array(y):
     return y
 
 
+@fill_doc()
 class ClassifierTask(ClassifierMixin, EstimatorBase):
     """Label handling, loss and predictions of the classifiers (see the module docstring)."""
 
@@ -133,11 +135,32 @@ class ClassifierTask(ClassifierMixin, EstimatorBase):
         return self.classes_[np.asarray(raw).argmax(axis=1)]
 
     def predict_proba(self, X, **predict_params):
-        """Class probabilities of the rows of ``X``, shape (n_rows, n_classes)."""
+        """Class probabilities of the rows of ``X``, shape (n_rows, n_classes).
+
+        Parameters
+        ----------
+        %(predict_parameters)s
+
+        Returns
+        -------
+        proba : ndarray of shape (n_rows, n_classes)
+            Probability of every class (columns in the order of ``classes_``); rows sum
+            to 1.
+        """
         return self._from_outputs(self._predict_outputs(X, **predict_params))
 
     def predict(self, X, **predict_params):
-        """The most probable class of each row of ``X``, shape (n_rows,)."""
+        """The most probable class of each row of ``X``, shape (n_rows,).
+
+        Parameters
+        ----------
+        %(predict_parameters)s
+
+        Returns
+        -------
+        y_pred : ndarray of shape (n_rows,)
+            The label of ``classes_`` with the highest probability.
+        """
         proba = self.predict_proba(X, **predict_params)
         return self.classes_[proba.argmax(axis=1)]
 

@@ -41,10 +41,12 @@ def hartmann3(X):
     Parameters
     ----------
     X : array-like of shape (n, 3)
+        Points of the unit cube (a single point of shape (3,) is one row).
 
     Returns
     -------
     f : ndarray of shape (n,)
+        The function's value at every point.
     """
     X = np.atleast_2d(np.asarray(X, dtype=np.float64))
     if X.shape[-1] != 3:
@@ -89,6 +91,9 @@ def thompson_sampling(objective, bounds, *, model=None, n_iter=20, n_init=3, n_c
     n_candidates : int, default=64
         Fresh uniform candidates per iteration, sampled jointly.
     random_state : int, RandomState or None, default=None
+        Seeds the initial design, the candidate sets, the default model's
+        ``random_state`` and every ``sample_y`` draw, so an int repeats the whole run (a
+        given ``model`` keeps its own ``random_state`` for ``fit``).
     verbose : int, default=0
         Print the best value after every iteration.
 

@@ -229,12 +229,16 @@ def fetch_ett(name="ETTh1", data_home=None, *, download_if_missing=True, base_ur
         over http(s). ``None``: the ``SKDIFF_DATA_URL`` environment variable if set, else the
         original files at github.com/zhouhaoyi/ETDataset (``raw/main/ETT-small``).
     as_frame : {"auto", True, False}, default="auto"
-        As in :func:`load_ett`.
+        ``frame`` as a pandas DataFrame (``"auto"``: when pandas is installed) or a numpy
+        structured array.
 
     Returns
     -------
     data : :class:`~sklearn.utils.Bunch`
-        As :func:`load_ett`.
+        The series as :func:`load_ett` returns it: ``data`` (T, 7) channels, ``target``
+        (the ``OT`` column), ``feature_names``, ``target_column``, ``dates``, ``frame``,
+        the ``train_index``, ``val_index`` and ``test_index`` of the standard split, and
+        ``DESCR``.
 
     Raises
     ------

@@ -104,12 +104,15 @@ def make_planted_partition(n_samples=600, n_classes=3, *, p_in=0.05, p_out=0.005
     feature_signal : float, default=0.0
         Scale of the class signal in the features (0: pure noise).
     random_state : int, RandomState instance or None, default=None
-        Seed.
+        Seeds the block labels, the edges and the features: an int gives the same graph on
+        every call.
 
     Returns
     -------
     X : ndarray of shape (n_samples, n_features)
+        Node features.
     y : ndarray of shape (n_samples,)
+        Block (class) of every node, integers ``0 .. n_classes - 1`` in random order.
     adjacency : scipy.sparse.csr_matrix of shape (n_samples, n_samples)
         Symmetric 0/1 matrix without self loops.
 
@@ -163,10 +166,14 @@ def make_label_mask(y, n_per_class, *, random_state=None):
     n_per_class : int
         Labels kept per class (all of a class when it has fewer).
     random_state : int, RandomState instance or None, default=None
+        Seeds which rows of each class keep their label: an int keeps the same rows on
+        every call.
 
     Returns
     -------
     y_semi : ndarray of shape (n_samples,)
+        ``y`` with every row but the kept ones set to ``-1`` (integer labels keep their
+        dtype; other labels give an object array).
 
     Examples
     --------
@@ -293,12 +300,14 @@ def make_graph_signal(n_samples=300, *, n_neighbors=6, n_features=6, feature_noi
     noise : float, default=0.05
         Standard deviation of the noise on the target.
     random_state : int, RandomState instance or None, default=None
-        Seed.
+        Seeds the node positions and the noise: an int gives the same graph on every call.
 
     Returns
     -------
     X : ndarray of shape (n_samples, n_features)
+        Node features: the noisy field in column 0, pure noise in the others.
     y : ndarray of shape (n_samples,)
+        The field at every node plus noise (the regression target).
     adjacency : scipy.sparse.csr_matrix of shape (n_samples, n_samples)
         Symmetric 0/1 matrix without self loops.
 

@@ -112,6 +112,30 @@ summaries_ : list of dict
     per-head sums, O(1) in the training-set size; other kernels: keys and values).
 fitted_on_graph_ : bool
     Whether ``fit`` received a :class:`~skdiff.Graph` (then ``X`` holds node ids).
+X : {array-like, sparse matrix} of shape (n_samples, n_features), or node ids (k, 1)
+    Features, one row per sample; with ``graph``, a column of node ids
+    (``graph.node_ids()`` or a subset).
+y : array-like of shape (n_samples,), or (n_samples, n_outputs) for the regressor
+    Labels (strings allowed) or targets. Unlabelled rows, marked by the classifier's
+    ``unlabelled`` (``-1``) or by ``NaN`` for the regressor, take part in the attention
+    but not in the loss (semi-supervised learning). In graph mode, nodes not in ``X`` are
+    unlabelled.
+adjacency : {array-like, sparse matrix} of shape (n_samples, n_samples)
+    Graph among the rows of ``X`` (features mode): adds the graph term, and in prediction
+    makes the rows of ``X`` attend to each other in one joint forward (the paper's
+    transductive setting) instead of to the stored training rows. Pass either
+    ``adjacency`` or ``graph``, not both.
+graph : Graph
+    A :class:`~skdiff.Graph` whose nodes are the samples (graph mode); ``X`` then holds
+    node ids. In prediction, ``None`` uses the graph of ``fit`` when the estimator was
+    fitted in graph mode; another graph (same number of node features) gets a
+    full-graph forward of its own.
+validation_mask : array-like of bool of shape (n_samples,)
+    Labelled rows used only for early stopping (e.g. a public validation split), instead
+    of a random ``validation_fraction``; they stay in the attention, unlabelled.
+sample_weight : array-like of shape (n_samples,)
+    Per-row weight in the loss (normalised by the weights' sum); a labelled row of weight
+    0 is the same as an unlabelled row. ``None``: every row weighs 1.
 """)
 DIFFORMER_DOCS["references"] = """
 .. [1] Q. Wu, C. Yang, W. Zhao, Y. He, D. Wipf, J. Yan, "DIFFormer: Scalable (Graph)
@@ -121,6 +145,26 @@ DIFFORMER_DOCS["parameters"] = ["network_parameters", "training_parameters"]
 DIFFORMER_DOCS["network_parameters"] = [
     "feature_scaling", "kernel", "qk_norm", "n_layers", "hidden_dim", "n_heads", "alpha",
     "dropout", "graph_weight", "value_projection", "attention_scope", "block_size"]
+DIFFORMER_DOCS["fit_inputs"] = [
+    "X", "y", "adjacency", "graph", "validation_mask", "sample_weight"]
+DIFFORMER_DOCS["predict_inputs"] = ["X", "adjacency", "graph"]
+DIFFORMER_DOCS["partial_fit_summary"] = """
+Full batch, an epoch is one optimisation step; with ``batch_size`` below the number
+of rows it is one pass over a fresh random partition. The first call on an unfitted
+estimator fits the feature scaling and builds the network (``n_init`` networks, one
+epoch each, the best kept); later calls continue the kept network, whose number of
+features and outputs must not change. With ``early_stopping=True`` the
+best-validation weights seen so far are restored at the end of every call (skorch's
+``EarlyStopping(load_best=True)``).
+"""
+DIFFORMER_DOCS["predict_modes"] = """
+Without ``adjacency``, each row attends to the stored training rows only (inductive:
+independent of how the rows are batched; a model fitted with a graph treats new rows
+as isolated nodes). With ``adjacency`` (n, n) over the rows of X: one joint forward
+over them (the paper's transductive setting). In graph mode (``fit(..., graph=g)``),
+X holds node ids and the answer comes from a full-graph forward (cached at the end
+of ``fit`` for the fitted graph; pass ``graph`` to predict on another graph).
+"""
 DIFFORMER_DOCS["input_attributes"] = [
     "feature_scaling_", "n_features_in_", "feature_names_in_", "summaries_", "fitted_on_graph_"]
 
@@ -140,6 +184,7 @@ _MODEL_CONSTRAINTS = {
 }
 
 
+@fill_doc(DIFFORMER_DOCS)
 class _DIFFormerBase(NeuralEstimatorBase):
     """Inputs, training sets, network and prediction modes shared by the DIFFormer estimators.
 
@@ -337,23 +382,7 @@ class _DIFFormerBase(NeuralEstimatorBase):
 
         Parameters
         ----------
-        X : {array-like, sparse matrix} of shape (n_samples, n_features), or node ids (k, 1)
-            Features; with ``graph``, a column of node ids (``graph.node_ids()`` or a subset).
-        y : array-like of shape (n_samples,), or (n_samples, n_outputs) for the regressor
-            Labels (strings allowed) or targets. Unlabelled rows, marked by the classifier's
-            ``unlabelled`` (``-1``) or by ``NaN`` for the regressor, take part in the
-            attention but not in the loss (semi-supervised learning). In graph mode, nodes
-            not in ``X`` are unlabelled.
-        adjacency : {array-like, sparse matrix} of shape (n_samples, n_samples), default=None
-            Graph among the rows of ``X`` (features mode); enables the graph term.
-        graph : Graph, default=None
-            Train on the whole graph (graph mode); ``X`` then holds node ids.
-        validation_mask : array-like of bool of shape (n_samples,), default=None
-            Labelled rows used only for early stopping (e.g. a public validation split),
-            instead of a random ``validation_fraction``.
-        sample_weight : array-like of shape (n_samples,), default=None
-            Per-row weight in the loss (normalised by the weights' sum); a labelled row of
-            weight 0 is the same as an unlabelled row.
+        %(fit_inputs)s
 
         Returns
         -------
@@ -416,8 +445,7 @@ class _DIFFormerBase(NeuralEstimatorBase):
 
         Parameters
         ----------
-        X, adjacency, graph
-            As in ``predict``.
+        %(predict_inputs)s
         k : int, default=10
             Weights kept per row (at most the number of rows).
         layer : int, default=-1
@@ -655,19 +683,22 @@ class DIFFormerClassifier(ClassifierTask, _DIFFormerBase):
                     validation_mask=None, sample_weight=None):
         """Train one more epoch, starting from the current weights (or from scratch if unfitted).
 
-        Full batch, an epoch is one optimisation step; with ``batch_size`` below the number of
-        rows it is one pass over a fresh random partition. The arguments are those of
-        :meth:`fit`; the classes and the number of features must not change between calls.
-        With ``early_stopping=True`` the best-validation weights seen so far are restored at
-        the end of every call (skorch's ``EarlyStopping(load_best=True)``).
+        %(partial_fit_summary)s
 
-        ``classes`` (array-like, optional) lists every class up front, as in scikit-learn's
-        ``partial_fit`` convention, so a call whose ``y`` lacks some classes keeps the same
-        output layer; later calls must pass the same classes or ``None``.
+        Parameters
+        ----------
+        %(X)s
+        %(y)s
+        %(adjacency)s
+        %(classes)s
+        %(graph)s
+        %(validation_mask)s
+        %(sample_weight)s
 
         Returns
         -------
         self : DIFFormerClassifier
+            The estimator, trained one more epoch.
         """
         return self._fit(X, y, partial=True, adjacency=adjacency, graph=graph,
                          validation_mask=validation_mask, sample_weight=sample_weight,
@@ -676,17 +707,34 @@ class DIFFormerClassifier(ClassifierTask, _DIFFormerBase):
     def predict_proba(self, X, adjacency=None, *, graph=None):
         """Class probabilities of the rows of X, shape (n_rows, n_classes).
 
-        Without ``adjacency``, each row attends to the stored training rows only (inductive:
-        independent of how the rows are batched; a model fitted with a graph treats new rows
-        as isolated nodes). With ``adjacency`` (n, n) over the rows of X: one joint forward
-        over them (the paper's transductive setting). In graph mode (``fit(..., graph=g)``),
-        X holds node ids and the answer comes from a full-graph forward (cached at the end of
-        ``fit`` for the fitted graph; pass ``graph`` to predict on another graph).
+        %(predict_modes)s
+
+        Parameters
+        ----------
+        %(predict_inputs)s
+
+        Returns
+        -------
+        proba : ndarray of shape (n_rows, n_classes)
+            Probability of every class (columns in the order of ``classes_``); rows sum
+            to 1.
         """
         return super().predict_proba(X, adjacency=adjacency, graph=graph)
 
     def predict(self, X, adjacency=None, *, graph=None):
-        """Predicted labels, shape (n_rows,); same modes as :meth:`predict_proba`."""
+        """Predicted labels, shape (n_rows,): the most probable class of every row.
+
+        %(predict_modes)s
+
+        Parameters
+        ----------
+        %(predict_inputs)s
+
+        Returns
+        -------
+        y_pred : ndarray of shape (n_rows,)
+            The label of ``classes_`` with the highest probability.
+        """
         return super().predict(X, adjacency=adjacency, graph=graph)
 
 
@@ -764,20 +812,39 @@ class DIFFormerRegressor(RegressorTask, _DIFFormerBase):
 
     def partial_fit(self, X, y, adjacency=None, *, graph=None, validation_mask=None,
                     sample_weight=None):
-        """Train one more epoch from the current weights (from scratch if unfitted); the
-        arguments are those of :meth:`fit`."""
+        """Train one more epoch, starting from the current weights (or from scratch if unfitted).
+
+        %(partial_fit_summary)s
+
+        Parameters
+        ----------
+        %(fit_inputs)s
+
+        Returns
+        -------
+        self : DIFFormerRegressor
+            The estimator, trained one more epoch.
+        """
         return self._fit(X, y, partial=True, adjacency=adjacency, graph=graph,
                          validation_mask=validation_mask, sample_weight=sample_weight)
 
     def predict(self, X, adjacency=None, *, graph=None, return_std=False):
-        """Predicted values; the modes are those of :meth:`DIFFormerClassifier.predict_proba`.
+        """Predicted values of the rows of X, in the units of ``y``.
 
-        With ``return_std`` also the predictive standard deviation: the spread of 30 Monte
-        Carlo dropout passes, seeded by the fit (``predict`` is deterministic).
+        %(predict_modes)s
+
+        Parameters
+        ----------
+        %(predict_inputs)s
+        return_std : bool, default=False
+            Also return the predictive standard deviation: the spread of 30 Monte Carlo
+            dropout passes, seeded by the fit (so ``predict`` is deterministic).
 
         Returns
         -------
         y_pred : ndarray of shape (n_rows,) or (n_rows, n_outputs)
-        y_std : ndarray of the same shape, only with ``return_std``
+            Predictions (2-D when ``y`` of ``fit`` was 2-D).
+        y_std : ndarray of the same shape
+            Predictive standard deviation in the units of ``y``; only with ``return_std``.
         """
         return super().predict(X, return_std=return_std, adjacency=adjacency, graph=graph)

@@ -91,7 +91,20 @@ def _paths(name, n_dims, directory=None):
 
 
 def available_priors(directory=None):
-    """``(name, n_dims)`` pairs that have a weights file and manifest."""
+    """``(name, n_dims)`` pairs that have a weights file and manifest.
+
+    Parameters
+    ----------
+    directory : path, default=None
+        Folder to look in, for files named ``<name>_d<D>.pt`` and ``<name>_d<D>.json``
+        (default: the package's ``skdiff/weights``).
+
+    Returns
+    -------
+    priors : list of (str, int)
+        Prior name and input dimension of every weights file that has its manifest,
+        sorted by file name. The files are not verified here (:func:`load_prior` does).
+    """
     d = Path(directory) if directory is not None else weights_dir()
     out = []
     for manifest in sorted(d.glob("*_d*.json")):
@@ -144,6 +157,7 @@ def load_prior(name="gp", n_dims=1, *, directory=None, device="cpu", check_confi
     directory : path, default=None
         Where the weights are (default: the package's ``skdiff/weights``).
     device : str, default="cpu"
+        Torch device the module is placed on.
     check_config : bool, default=True
         Refuse weights whose manifest configuration differs from the registered one.
 
@@ -152,6 +166,8 @@ def load_prior(name="gp", n_dims=1, *, directory=None, device="cpu", check_confi
     module : NDPNoiseModel
         In eval mode, float32, on ``device``, parameters not requiring grad.
     config : PriorConfig
+        The registered configuration of the prior for ``n_dims`` (the one the weights were
+        trained with when ``check_config``).
 
     Raises
     ------

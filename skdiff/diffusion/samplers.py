@@ -53,6 +53,7 @@ import numbers
 
 import torch
 
+from .._docs import fill_doc, parse_docs
 from .schedule import NoiseSchedule
 
 __all__ = [
@@ -79,6 +80,23 @@ def strided_levels(T, n_steps, spacing="quadratic"):
     are denser at low noise. The last level is always ``0`` so the final step lands on clean
     data from the least noisy level. ``n_steps >= T`` gives all ``T`` levels.
 
+    Parameters
+    ----------
+    T : int
+        Number of noise levels of the schedule (levels ``0 .. T-1``).
+    n_steps : int
+        Most levels to return (fewer when rounding merges some; 1 gives ``[T-1]``).
+    spacing : {"quadratic", "cubic", "uniform"}, default="quadratic"
+        Exponent ``p`` of the spacing: 2, 3 or 1.
+
+    Returns
+    -------
+    levels : list of int
+        Strictly decreasing levels from ``T-1`` to ``0`` (only ``[T-1]`` for
+        ``n_steps=1``).
+
+    Notes
+    -----
     Why dense at low noise: with an oracle noise model for GP data (exact moment propagation,
     ``benchmarks/ndp_sampler_oracle.py``), 20 quadratic steps with 4 resamples are 5 to 9 times
     closer to the exact posterior than 20 uniform ones (KL per point 0.06 vs 0.55); with a
@@ -108,27 +126,42 @@ def strided_levels(T, n_steps, spacing="quadratic"):
     return torch.unique_consecutive(levels).tolist()
 
 
+#: Parameters of the reverse steps.
+STEP_DOCS = parse_docs("""
+schedule : NoiseSchedule
+    The schedule whose :math:`\\bar\\alpha` the step uses.
+eps_hat : Tensor
+    Predicted noise, shape like ``y_t``.
+y_t : Tensor
+    Values at level ``t``.
+noise : Tensor or None
+    Standard normal noise of the step (drawn from torch's generator when ``None``).
+""")
+STEP_DOCS["step_inputs"] = ["schedule", "eps_hat", "y_t"]
+
+
 def _ab(schedule, t):
     """:math:`\\bar\\alpha_t` as a Python float (``t = -1``: 1.0)."""
     return 1.0 if t < 0 else float(schedule.alpha_bars.double()[t])
 
 
+@fill_doc(STEP_DOCS)
 def ddim_step(schedule, eps_hat, y_t, t, s, *, eta=1.0, noise=None):
     """Generalised reverse step from level ``t`` to ``s < t`` (see the module docstring).
 
     Parameters
     ----------
-    schedule : NoiseSchedule
-    eps_hat : Tensor
-        Predicted noise, shape like ``y_t``.
-    y_t : Tensor
-        Values at level ``t``.
+    %(step_inputs)s
     t, s : int
         Current and target levels (``s = -1``: clean data).
     eta : float, default=1.0
         0 gives the deterministic DDIM step, 1 the DDPM-like stochastic step.
-    noise : Tensor, default=None
-        Standard normal noise (drawn when ``None``).
+    %(noise)s
+
+    Returns
+    -------
+    y_s : Tensor like ``y_t``
+        Values at level ``s``.
     """
     if not s < t:
         raise ValueError(f"A reverse step needs s < t; got t={t}, s={s}.")
@@ -146,10 +179,23 @@ def ddim_step(schedule, eps_hat, y_t, t, s, *, eta=1.0, noise=None):
     return out
 
 
+@fill_doc(STEP_DOCS)
 def ddpm_step(schedule, eps_hat, y_t, t, *, noise=None):
     """One DDPM reverse step from level ``t`` to ``t - 1`` (:math:`\\sigma_t^2 = \\tilde\\beta_t`).
 
     Equivalent to :func:`ddim_step` with ``s = t - 1`` and ``eta = 1``.
+
+    Parameters
+    ----------
+    %(step_inputs)s
+    t : int
+        Current level (``t = 0`` steps to clean data).
+    %(noise)s
+
+    Returns
+    -------
+    y_prev : Tensor like ``y_t``
+        Values at level ``t - 1``.
     """
     return ddim_step(schedule, eps_hat, y_t, t, t - 1, eta=1.0, noise=noise)
 
@@ -259,19 +305,26 @@ def prior_sample(eps_model, schedule: NoiseSchedule, x, *, n_samples=1, n_steps=
     eps_model : callable
         ``eps_model(x, y_t, t, mask=None) -> eps_hat`` (see the module docstring).
     schedule : NoiseSchedule
+        The noise schedule the model was trained with.
     x : Tensor of shape [N, D] or [S, N, D]
+        Inputs of the function values, shared by all samples ([N, D]) or one set per sample
+        ([S, N, D], ``S = n_samples``).
     n_samples : int, default=1
+        ``S``: joint samples, drawn as one batch.
     n_steps : int, default=None
         Number of (strided) reverse steps; ``None`` runs all ``T`` DDPM steps.
     eta : float, default=1.0
         Stochasticity of the strided steps (1: DDPM-like, 0: DDIM).
-    spacing : {"quadratic", "uniform"}, default="quadratic"
+    spacing : {"quadratic", "cubic", "uniform"}, default="quadratic"
         Placement of the strided levels (:func:`strided_levels`).
     mask : BoolTensor of shape [N] or [S, N], default=None
+        ``True`` marks padding points, which the model does not attend to (for sets of
+        different sizes in one batch); ``None``: every point is real.
 
     Returns
     -------
     y : Tensor of shape [S, N, 1]
+        Joint prior samples of the function values at ``x`` (on the prior's scale).
     """
     xb = _as_batch(x, n_samples)
     S, N = xb.shape[0], xb.shape[1]
@@ -295,10 +348,13 @@ def conditional_sample(eps_model, schedule: NoiseSchedule, x_context, y_context,
     eps_model : callable
         ``eps_model(x, y_t, t, mask=None) -> eps_hat`` (see the module docstring).
     schedule : NoiseSchedule
+        The noise schedule the model was trained with.
     x_context : Tensor of shape [C, D]
+        Inputs of the observed values (``C = 0``: no context, a prior sample).
     y_context : Tensor of shape [C, 1] or [C]
         Clean context values (on the scale the prior was trained on).
     x_target : Tensor of shape [M, D]
+        Inputs at which to sample the function jointly.
     n_samples : int, default=1
         ``S``: all samples run through the network as one batch.
     n_resample : int, default=5

@@ -107,6 +107,20 @@ class NoiseSchedule(nn.Module):
         betas clipped to [1e-4, 0.9999], then affinely rescaled so the smallest is
         ``beta_start`` and the largest ``beta_end`` (:math:`\\bar\\alpha_{T-1} \\approx 2e-3`
         for ``T=500``).
+
+        Parameters
+        ----------
+        T : int, default=500
+            Number of noise levels (the released models use 500).
+        beta_start : float, default=3e-4
+            Noise variance of the first step (the smallest beta).
+        beta_end : float, default=0.5
+            Noise variance of the last step (the largest beta).
+
+        Returns
+        -------
+        schedule : NoiseSchedule
+            The schedule of ``T`` levels.
         """
         T = _check_T(T)
         betas = _cosine_alpha_bar_betas(T)
@@ -115,14 +129,42 @@ class NoiseSchedule(nn.Module):
 
     @classmethod
     def linear(cls, T=1000, beta_start=1e-4, beta_end=0.02):
-        """Linearly spaced betas (Ho et al., 2020)."""
+        """Linearly spaced betas (Ho et al., 2020).
+
+        Parameters
+        ----------
+        T : int, default=1000
+            Number of noise levels.
+        beta_start : float, default=1e-4
+            Noise variance of the first step.
+        beta_end : float, default=0.02
+            Noise variance of the last step.
+
+        Returns
+        -------
+        schedule : NoiseSchedule
+            The schedule of ``T`` levels.
+        """
         T = _check_T(T)
         return cls(torch.linspace(beta_start, beta_end, T, dtype=torch.float64))
 
     @classmethod
     def cosine(cls, T=1000, s=0.008):
         """Nichol & Dhariwal's cosine schedule: :math:`\\bar\\alpha(t) \\propto
-        \\cos^2\\big(\\frac{t/T + s}{1 + s}\\frac{\\pi}{2}\\big)`, betas clipped to 0.9999."""
+        \\cos^2\\big(\\frac{t/T + s}{1 + s}\\frac{\\pi}{2}\\big)`, betas clipped to 0.9999.
+
+        Parameters
+        ----------
+        T : int, default=1000
+            Number of noise levels.
+        s : float, default=0.008
+            Offset that keeps the first betas away from 0 (Nichol & Dhariwal's value).
+
+        Returns
+        -------
+        schedule : NoiseSchedule
+            The schedule of ``T`` levels.
+        """
         T = _check_T(T)
         return cls(_cosine_alpha_bar_betas(T, s=s))
 
@@ -168,7 +210,23 @@ class NoiseSchedule(nn.Module):
 
     def q_step(self, y_prev, t, noise=None):
         """One forward step from level ``t-1`` to ``t``:
-        :math:`y_t = \\sqrt{1-\\beta_t}\\, y_{t-1} + \\sqrt{\\beta_t}\\, \\epsilon`."""
+        :math:`y_t = \\sqrt{1-\\beta_t}\\, y_{t-1} + \\sqrt{\\beta_t}\\, \\epsilon`.
+
+        Parameters
+        ----------
+        y_prev : Tensor of shape (B, ...)
+            Values at level ``t-1`` (clean data for ``t = 0``).
+        t : int or LongTensor of shape (B,)
+            Level reached by the step, in ``[0, T-1]``, per batch element.
+        noise : Tensor like ``y_prev``, default=None
+            Standard normal noise :math:`\\epsilon`; drawn from torch's generator when
+            ``None``.
+
+        Returns
+        -------
+        y_t : Tensor like ``y_prev``
+            Values at level ``t``.
+        """
         if noise is None:
             noise = torch.randn_like(y_prev)
         return (self._index(self.alphas, t, y_prev).sqrt() * y_prev
@@ -177,14 +235,44 @@ class NoiseSchedule(nn.Module):
     def q_jump(self, y_s, s, t, noise=None):
         """Forward from level ``s`` to a higher level ``t`` (``s = -1`` is clean data):
         :math:`q(y_t \\mid y_s) = \\mathcal{N}(\\sqrt{\\bar\\alpha_t/\\bar\\alpha_s}\\, y_s,
-        (1 - \\bar\\alpha_t/\\bar\\alpha_s) I)`."""
+        (1 - \\bar\\alpha_t/\\bar\\alpha_s) I)`.
+
+        Parameters
+        ----------
+        y_s : Tensor of shape (B, ...)
+            Values at level ``s``.
+        s : int or LongTensor of shape (B,)
+            Level of ``y_s``, in ``[-1, T-1]``.
+        t : int or LongTensor of shape (B,)
+            Target level, in ``[s, T-1]``.
+        noise : Tensor like ``y_s``, default=None
+            Standard normal noise; drawn from torch's generator when ``None``.
+
+        Returns
+        -------
+        y_t : Tensor like ``y_s``
+            Values at level ``t``.
+        """
         if noise is None:
             noise = torch.randn_like(y_s)
         ratio = self.alpha_bar(t, y_s) / self.alpha_bar(s, y_s)
         return ratio.sqrt() * y_s + (1.0 - ratio).clamp_min(0).sqrt() * noise
 
     def alpha_bar(self, t, like):
-        """:math:`\\bar\\alpha_t` broadcast against ``like``; ``t = -1`` gives 1 (clean)."""
+        """:math:`\\bar\\alpha_t` broadcast against ``like``; ``t = -1`` gives 1 (clean).
+
+        Parameters
+        ----------
+        t : int or LongTensor of shape (B,)
+            Noise level, in ``[-1, T-1]``, one for all batch elements or one each.
+        like : Tensor of shape (B, ...)
+            Tensor whose batch size, number of dimensions and dtype the result takes.
+
+        Returns
+        -------
+        alpha_bar : Tensor of shape (B, 1, ..., 1)
+            :math:`\\bar\\alpha_t` of every batch element, broadcastable against ``like``.
+        """
         t = torch.as_tensor(t, dtype=torch.long, device=self.alpha_bars.device)
         padded = torch.cat([self.alpha_bars.new_ones(1), self.alpha_bars])
         if t.ndim == 0 and like.ndim > 0:

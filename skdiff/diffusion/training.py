@@ -62,25 +62,35 @@ class PriorConfig:
         Multiply the lengthscale by :math:`\\sqrt{D}` (the paper's :math:`0.25\\sqrt{D}`), so
         functions keep their wiggliness along the diagonal as D grows.
     variance : float, default=1.0
+        Signal variance of the GP kernels (the functions' marginal variance before noise).
     noise : float, default=0.0025
         Observation-noise variance, added independently of f.
     domain : (float, float), default=(-2.0, 2.0)
+        Interval, per input dimension, in which the training inputs are drawn uniformly;
+        :class:`~skdiff.NDPRegressor` maps its inputs into it.
     n_dims : int, default=1
         Input dimension the prior is trained for.
     n_points : int or (int, int) or None, default=None
         Points per training function; ``None`` uses the paper's ``50 + 10 D``.
     hidden_dim, n_layers, n_heads : int, default=64, 4, 8
         Noise-model size (:class:`~skdiff.nn.NDPNoiseModel`).
-    timesteps, beta_start, beta_end : default=500, 3e-4, 0.5
+    timesteps, beta_start, beta_end : int, float, float, default=500, 3e-4, 0.5
         The official cosine-shaped schedule (:meth:`NoiseSchedule.official`).
     loss : {"l1", "l2"}, default="l1"
+        Error of the noise prediction: absolute (the official choice) or squared.
     batch_size : int, default=32
         Functions per step.
     lr, init_lr, end_lr : float, default=1e-3, 2e-5, 1e-5
         Peak, start-of-warm-up and end-of-decay learning rates (official values).
     warmup_steps : int, default=500
-    ema_decay : float, default=0.995
+        Optimisation steps of the linear warm-up from ``init_lr`` to ``lr`` (at most the
+        whole run); a cosine decay to ``end_lr`` follows.
+    ema_decay : float in [0, 1), default=0.995
+        Decay of the exponential moving average of the weights kept for sampling (per
+        optimisation step).
     grad_clip : float, default=1.0
+        Largest L2 norm of the gradient (over all weights); larger gradients are scaled
+        down to it.
     """
 
     kernel: str | tuple = ("se", "matern12", "matern32", "matern52")
@@ -120,11 +130,31 @@ class PriorConfig:
 
     # JSON round trip (tuples become lists in JSON)
     def to_dict(self):
+        """The configuration as a JSON-ready dict (tuples as lists).
+
+        Returns
+        -------
+        d : dict
+            Field name -> value; :meth:`from_dict` reads it back.
+        """
         return {k: (list(v) if isinstance(v, tuple) else v)
                 for k, v in dataclasses.asdict(self).items()}
 
     @classmethod
     def from_dict(cls, d):
+        """The configuration written by :meth:`to_dict` (lists become tuples again).
+
+        Parameters
+        ----------
+        d : dict
+            Field name -> value; missing fields take their defaults, unknown ones are
+            refused.
+
+        Returns
+        -------
+        config : PriorConfig
+            The configuration, validated.
+        """
         names = {f.name for f in dataclasses.fields(cls)}
         unknown = set(d) - names
         if unknown:
@@ -132,6 +162,18 @@ class PriorConfig:
         return cls(**{k: (tuple(v) if isinstance(v, list) else v) for k, v in d.items()})
 
     def replace(self, **changes):
+        """A copy with some fields changed (the configuration is immutable).
+
+        Parameters
+        ----------
+        **changes
+            New values of fields, by name; the copy is validated like a new configuration.
+
+        Returns
+        -------
+        config : PriorConfig
+            The changed copy.
+        """
         return dataclasses.replace(self, **changes)
 
     @property
@@ -165,7 +207,20 @@ class PriorConfig:
         return (kind, a * scale, b * scale)
 
     def draw_functions(self, n_functions, random_state):
-        """``n_functions`` training functions of this prior (a :func:`make_gp_functions` Bunch)."""
+        """``n_functions`` training functions of this prior (a :func:`make_gp_functions` Bunch).
+
+        Parameters
+        ----------
+        n_functions : int
+            Functions to draw.
+        random_state : int, RandomState instance or None
+            Seeds the kernels, lengthscales, inputs and values of the functions.
+
+        Returns
+        -------
+        functions : Bunch
+            The functions as :func:`~skdiff.datasets.make_gp_functions` returns them.
+        """
         return make_gp_functions(
             n_functions, self.points, self.n_dims, kernel=list(
                 (self.kernel,) if isinstance(self.kernel, str) else self.kernel),
@@ -459,11 +514,14 @@ def train_prior(config=None, *, max_epochs=20, steps_per_epoch=250, pool_size=No
         Epochs; one epoch is ``steps_per_epoch`` optimisation steps (``config.batch_size``
         functions each), so the run has ``max_epochs * steps_per_epoch`` steps.
     steps_per_epoch : int, default=250
+        Optimisation steps per epoch (each on a fresh batch of ``config.batch_size``
+        functions unless ``pool_size`` is set).
     pool_size : int or None, default=None
         ``None``: fresh functions every step; an int: a fixed pool of functions.
     module : NDPNoiseModel, default=None
         Start from this module (e.g. to continue training); ``None`` builds a fresh one.
     device : str, default="cpu"
+        Torch device the network trains on.
     random_state : int, default=0
         Seeds the network initialisation and the data stream.
     verbose : int, default=0
@@ -475,6 +533,7 @@ def train_prior(config=None, *, max_epochs=20, steps_per_epoch=250, pool_size=No
         ``checkpoint_every`` seconds have passed since the last write, and after the last
         epoch.
     checkpoint_every : float, default=300
+        Least seconds between two checkpoint writes (the last epoch is always written).
     resume : bool, default=False
         Continue the run stored in ``checkpoint`` (if the file exists) instead of starting: the
         weights, EMA, optimiser, learning-rate position and data stream are restored, so the

@@ -104,13 +104,17 @@ batch_size : int
 n_features_in_ : int
     Sequence length L seen in ``fit`` (scikit-learn counts the second axis as features).
 sequence_length_ : int
-    Same as ``n_features_in_``; predict needs sequences of this length.
+    Sequence length L seen in ``fit`` (equal to ``n_features_in_``); predict needs
+    sequences of this length.
 skip_ : str
     The linear skip used (``skip="auto"`` resolved).
 patch_len_, patch_stride_ : int or None
     The patches used (``patch_len="auto"`` resolved for ``sequence_length_``).
 n_channels_in_ : int
     Channels C (1 for 2-D ``X``).
+feature_names_in_ : ndarray of str
+    Column names of ``X`` when it is a DataFrame (one sequence per row, one time step per
+    column) with string column names.
 x_mean_ : ndarray of shape (C,)
     Per-channel mean of ``X`` (its standardisation).
 x_scale_ : ndarray of shape (C,)
@@ -120,15 +124,38 @@ adjacency_ : ndarray of shape (C, C) or None
 init_scores_ : ndarray of shape (n_init,)
     Best validation loss (without validation rows: final training loss) of every
     initialisation; the kept network is the argmin.
+X : array-like of shape (n_samples, length) or (n_samples, length, n_channels)
+    Sequences, one per row, all of the length seen in ``fit`` (a 3-D array in the axis
+    order of ``layout``); standardised inside with the per-channel statistics of ``fit``.
+y : array-like of shape (n_samples,), or (n_samples, n_outputs) for the regressor
+    Targets (e.g. the next ``horizon`` values) or labels.
+adjacency : array-like or sparse matrix of shape (n_channels, n_channels)
+    Non-negative weights between the channels of ``X`` (e.g. sensors of a road network);
+    symmetrised as ``max(A, A.T)``, normalised with self loops, and used for a graph
+    propagation across channels in every layer. It is not sample-aligned, so
+    cross-validation passes it through untouched; predict reuses it.
+sample_weight : array-like of shape (n_samples,)
+    Per-sequence weight in the loss (normalised by the weights' sum). ``None``: every
+    sequence weighs 1.
 """)
+FLOWFORMER_DOCS["fit_inputs"] = ["X", "y", "adjacency", "sample_weight"]
+FLOWFORMER_DOCS["partial_fit_summary"] = """
+One epoch is one pass over the rows in random minibatches of ``batch_size``. The first
+call on an unfitted estimator fits the scalers, resolves ``skip``, ``patch_len`` and the
+channel graph, and builds the network (``n_init`` networks, one epoch each, the best
+kept); later calls continue the kept network with those, so sequence length, channels
+and outputs must not change. With ``early_stopping=True`` the best-validation weights
+seen so far are restored at the end of every call (skorch's
+``EarlyStopping(load_best=True)``).
+"""
 FLOWFORMER_DOCS["parameters"] = ["network_parameters", "training_parameters"]
 FLOWFORMER_DOCS["network_parameters"] = [
     "hidden_dim", "n_heads", "n_layers", "ff_dim", "dropout", "causal", "clamp", "pooling",
     "attention", "instance_norm", "skip", "patch_len", "patch_stride", "layout",
     "inference_dtype"]
 FLOWFORMER_DOCS["sequence_attributes"] = [
-    "n_features_in_", "sequence_length_", "n_channels_in_", "x_mean_", "x_scale_",
-    "adjacency_", "init_scores_"]
+    "n_features_in_", "feature_names_in_", "sequence_length_", "n_channels_in_", "x_mean_",
+    "x_scale_", "adjacency_", "skip_", "patch_len_, patch_stride_", "init_scores_"]
 
 _MODEL_CONSTRAINTS = {
     "hidden_dim": [Interval(numbers.Integral, 1, None, closed="left")],
@@ -161,6 +188,7 @@ def _num_rows(X):
     return _num_samples(X)
 
 
+@fill_doc(FLOWFORMER_DOCS)
 class _FlowformerBase(NeuralEstimatorBase):
     """Sequence inputs, network and inference shared by the Flowformer estimators."""
 
@@ -295,17 +323,7 @@ class _FlowformerBase(NeuralEstimatorBase):
 
         Parameters
         ----------
-        X : array-like of shape (n_samples, length) or (n_samples, length, n_channels)
-            Sequences.
-        y : array-like of shape (n_samples,), or (n_samples, n_outputs) for the regressor
-            Targets (e.g. the next ``horizon`` values) or labels.
-        adjacency : array-like or sparse matrix of shape (n_channels, n_channels), default=None
-            Non-negative weights between the channels of ``X`` (e.g. sensors of a road
-            network); symmetrised as ``max(A, A.T)``, normalised with self loops, and used
-            for a graph propagation across channels in every layer. It is not sample-aligned,
-            so cross-validation passes it through untouched; predict reuses it.
-        sample_weight : array-like of shape (n_samples,), default=None
-            Per-sequence weight in the loss (normalised by the weights' sum).
+        %(fit_inputs)s
 
         Returns
         -------
@@ -397,8 +415,6 @@ class FlowformerRegressor(RegressorTask, _FlowformerBase):
     std_scale_ : ndarray of shape (n_outputs,)
         Calibration factor of the Gaussian head's std, fitted on the validation rows
         (ones when there are none or with ``uncertainty="mc_dropout"``).
-    adjacency_ : ndarray of shape (C, C) or None
-        The normalised channel graph :math:`\hat D^{-1/2}(A+I)\hat D^{-1/2}` in use.
     %(network_attributes)s
 
     See Also
@@ -523,15 +539,38 @@ class FlowformerRegressor(RegressorTask, _FlowformerBase):
         return self._unscale(mean[..., None] + std[..., None] * noise)
 
     def partial_fit(self, X, y, adjacency=None, *, sample_weight=None):
-        """Train for one epoch (the first call sets up scalers and network)."""
+        """Train one more epoch, starting from the current weights (or from scratch if unfitted).
+
+        %(partial_fit_summary)s
+
+        Parameters
+        ----------
+        %(fit_inputs)s
+
+        Returns
+        -------
+        self : FlowformerRegressor
+            The estimator, trained one more epoch.
+        """
         return self._fit(X, y, partial=True, adjacency=adjacency, sample_weight=sample_weight)
 
     def predict(self, X, return_std=False):
         """Predict ``y`` (original units); with ``return_std`` also its predictive std.
 
-        ``std`` is the Gaussian head's calibrated standard deviation
-        (``uncertainty="gaussian"``) or the spread of 30 Monte Carlo dropout passes
-        (``"mc_dropout"``, seeded by the fit: repeatable).
+        Parameters
+        ----------
+        %(X)s
+        return_std : bool, default=False
+            Also return the predictive standard deviation: the Gaussian head's calibrated
+            standard deviation (``uncertainty="gaussian"``) or the spread of 30 Monte Carlo
+            dropout passes (``"mc_dropout"``, seeded by the fit: repeatable).
+
+        Returns
+        -------
+        y_pred : ndarray of shape (n_samples,) or (n_samples, n_outputs)
+            Predictions in the units of ``y`` (2-D when ``y`` of ``fit`` was 2-D).
+        y_std : ndarray of the same shape
+            Predictive standard deviation in the units of ``y``; only with ``return_std``.
         """
         return super().predict(X, return_std=return_std)
 
@@ -561,7 +600,7 @@ class FlowformerClassifier(ClassifierTask, _FlowformerBase):
 
     See Also
     --------
-    FlowformerRegressor
+    FlowformerRegressor : the same network for sequence regression and forecasting.
 
     References
     ----------
@@ -601,6 +640,22 @@ class FlowformerClassifier(ClassifierTask, _FlowformerBase):
         return self.classes_.size
 
     def partial_fit(self, X, y, classes=None, adjacency=None, *, sample_weight=None):
-        """Train for one epoch; the first call fixes ``classes_`` (``classes`` or ``y``'s)."""
+        """Train one more epoch, starting from the current weights (or from scratch if unfitted).
+
+        %(partial_fit_summary)s
+
+        Parameters
+        ----------
+        %(X)s
+        %(y)s
+        %(classes)s
+        %(adjacency)s
+        %(sample_weight)s
+
+        Returns
+        -------
+        self : FlowformerClassifier
+            The estimator, trained one more epoch.
+        """
         return self._fit(X, y, partial=True, adjacency=adjacency, sample_weight=sample_weight,
                          classes=classes)

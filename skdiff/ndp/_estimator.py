@@ -12,7 +12,7 @@ from sklearn.base import RegressorMixin
 
 from .._base import EstimatorBase, Interval, StrOptions, check_is_fitted, validate_data
 from .._checks import check_n_samples, fit_scale
-from .._docs import fill_doc
+from .._docs import fill_doc, parse_docs
 from .._engine import draw_seed, error_line, out_of_memory_as, torch_seed
 from ..diffusion.samplers import conditional_sample, prior_sample
 from ._prior_cache import default_cache_dir, pretrained_prior, trained_prior
@@ -20,7 +20,23 @@ from ._prior_cache import default_cache_dir, pretrained_prior, trained_prior
 __all__ = ["NDPRegressor", "gaussian_log_likelihood", "log_likelihood_scorer"]
 
 
-@fill_doc()
+#: Parameters shared by the sampling and prediction methods of NDPRegressor.
+NDP_DOCS = parse_docs("""
+X : array-like of shape (n_X, n_features)
+    Query points, in the units of the training inputs and with as many features; each
+    call maps them into the prior's domain (see the class description).
+n_samples : int
+    Joint function samples to draw (the sample axis of the result); every sample covers
+    all rows of ``X`` in one sampler run.
+random_state : int, RandomState instance or None
+    Seeds the sampler's noise: an int gives the same samples on every call on the CPU;
+    ``None`` draws a seed from numpy's global random state, so samples differ between
+    calls. The caller's torch random state is left untouched.
+""")
+NDP_DOCS["sampling_parameters"] = ["X", "n_samples", "random_state"]
+
+
+@fill_doc(NDP_DOCS)
 class NDPRegressor(RegressorMixin, EstimatorBase):
     """Regression with a Neural Diffusion Process prior (a drop-in for GaussianProcessRegressor).
 
@@ -121,8 +137,9 @@ class NDPRegressor(RegressorMixin, EstimatorBase):
     %(device)s
     %(n_threads)s
     random_state : int, RandomState or None, default=None
-        Seeds prior training and ``predict``'s Monte Carlo noise: a fitted estimator's
-        ``predict`` is deterministic.
+        Seeds the choice of the context rows beyond ``max_context``, prior training and
+        ``predict``'s Monte Carlo noise (through ``seed_``): a fitted estimator's ``predict``
+        is deterministic.
     verbose : int, default=0
         ``1``: a progress bar over the sampler's network evaluations in ``predict`` and
         ``sample_posterior`` (one per block of query points) and over the epochs of prior
@@ -137,6 +154,8 @@ class NDPRegressor(RegressorMixin, EstimatorBase):
     prior_config_ : PriorConfig
         The prior's configuration.
     schedule_ : NoiseSchedule
+        The prior's noise schedule (the betas of its ``T`` diffusion levels), on
+        ``device_``.
     X_train_ : ndarray of shape (n_context, n_features)
         Context inputs (as given).
     y_train_ : ndarray of shape (n_context,)
@@ -148,9 +167,16 @@ class NDPRegressor(RegressorMixin, EstimatorBase):
     noise_variance_ : float
         The prior's observation-noise variance in the units of ``y``.
     n_features_in_ : int
+        Features of ``X`` (the input dimension ``D`` of the prior).
     feature_names_in_ : ndarray of shape (n_features,)
+        Column names of ``X`` when it is a DataFrame with string column names.
     device_ : str
+        The device the prior network and the sampler run on (``device`` resolved).
     seed_ : int
+        The seed of this fit, drawn from ``random_state``: it picks the context rows
+        beyond ``max_context``, seeds prior training with ``pretrained=False``, and seeds
+        ``predict``'s and ``log_likelihood``'s Monte Carlo samples (so they are
+        deterministic).
 
     See Also
     --------
@@ -221,12 +247,15 @@ class NDPRegressor(RegressorMixin, EstimatorBase):
         Parameters
         ----------
         X : array-like of shape (n_samples, n_features)
+            Training inputs, the context of every prediction (at most ``max_context`` rows
+            are kept, chosen at random beyond that).
         y : array-like of shape (n_samples,)
             A single output; multi-output ``y`` is refused (fit one estimator per output).
 
         Returns
         -------
         self : NDPRegressor
+            The fitted estimator.
         """
         with self._transaction():
             return self._fit(X, y)
@@ -415,10 +444,7 @@ class NDPRegressor(RegressorMixin, EstimatorBase):
 
         Parameters
         ----------
-        X : array-like of shape (n_X, n_features)
-        n_samples : int, default=1
-        random_state : int, RandomState or None, default=None
-            ``None`` draws fresh samples on every call; an int repeats them.
+        %(sampling_parameters)s
 
         Returns
         -------
@@ -448,13 +474,37 @@ class NDPRegressor(RegressorMixin, EstimatorBase):
         return float(r2_score(y, pred, sample_weight=sample_weight))
 
     def sample_y(self, X, n_samples=1, random_state=None):
-        """Alias of :meth:`sample_posterior` (``GaussianProcessRegressor`` compatible)."""
+        """Joint samples of the function at ``X`` given the training data.
+
+        The same as :meth:`sample_posterior`, under the name and signature of
+        ``GaussianProcessRegressor.sample_y``.
+
+        Parameters
+        ----------
+        %(sampling_parameters)s
+
+        Returns
+        -------
+        samples : ndarray of shape (n_X, n_samples)
+            Samples of noisy observations in the units of ``y``, sample axis last.
+        """
         return self.sample_posterior(X, n_samples=n_samples, random_state=random_state)
 
     def sample_prior(self, X, n_samples=1, random_state=None):
         """Joint samples of the *prior* (no conditioning) at ``X``, in the units of ``y``.
 
-        Uses the fitted input map and target scale. Returns shape (n_X, n_samples).
+        Uses the fitted target scale; the input map is the one of the call without the
+        context (the box of ``X`` alone, or ``x_bounds``).
+
+        Parameters
+        ----------
+        %(sampling_parameters)s
+
+        Returns
+        -------
+        samples : ndarray of shape (n_X, n_samples)
+            Prior function samples (observation noise included) at the rows of ``X``,
+            shifted and scaled by the fitted ``y_mean_`` and ``y_std_``, sample axis last.
         """
         _, Z = self._check_X(X, context=False)
         n_samples = check_n_samples(n_samples)
@@ -476,7 +526,7 @@ class NDPRegressor(RegressorMixin, EstimatorBase):
 
         Parameters
         ----------
-        X : array-like of shape (n_X, n_features)
+        %(X)s
         return_std : bool, default=False
             Also return the predictive standard deviation (observation noise included when
             ``predict_noise=True``).
@@ -486,8 +536,13 @@ class NDPRegressor(RegressorMixin, EstimatorBase):
         Returns
         -------
         y_mean : ndarray of shape (n_X,)
-        y_std : ndarray of shape (n_X,), only with ``return_std``
-        y_cov : ndarray of shape (n_X, n_X), only with ``return_cov``
+            Mean of the posterior samples, in the units of ``y``.
+        y_std : ndarray of shape (n_X,)
+            Standard deviation of the samples (observation noise included with
+            ``predict_noise=True``); only with ``return_std``.
+        y_cov : ndarray of shape (n_X, n_X)
+            Covariance of the samples, drawn jointly over all query points (observation
+            noise included with ``predict_noise=True``); only with ``return_cov``.
         """
         if return_std and return_cov:
             raise RuntimeError(
@@ -531,6 +586,15 @@ class NDPRegressor(RegressorMixin, EstimatorBase):
         (the paper's metric, Dutordoir et al., 2023, Sec. 5.1): ``joint=True`` uses the joint
         multivariate Gaussian over all rows (needs ``n_samples`` > n_X), ``joint=False`` the
         per-point marginals. Observation noise is always included.
+
+        Parameters
+        ----------
+        %(X)s
+        y : array-like of shape (n_X,)
+            Observed values at the rows of ``X``, in the units of ``y`` of ``fit``; finite.
+        joint : bool, default=False
+            Score the joint density of all points (``True``) rather than the mean of the
+            per-point marginal densities.
 
         Returns
         -------
@@ -608,6 +672,21 @@ def log_likelihood_scorer(estimator, X, y):
     A plain callable ``(estimator, X, y)`` is what scikit-learn's ``scoring`` accepts; a
     ``make_scorer`` wrapper would need ``predict`` outputs, but the likelihood needs the
     predictive variance, which only the estimator can provide.
+
+    Parameters
+    ----------
+    estimator : NDPRegressor
+        A fitted estimator with a ``log_likelihood`` method.
+    X : array-like of shape (n_X, n_features)
+        Held-out inputs.
+    y : array-like of shape (n_X,)
+        Held-out targets at ``X``.
+
+    Returns
+    -------
+    score : float
+        ``estimator.log_likelihood(X, y)``: the mean marginal log predictive density per
+        point (higher is better).
     """
     if not callable(getattr(estimator, "log_likelihood", None)):
         raise TypeError(

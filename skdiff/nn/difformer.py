@@ -19,11 +19,13 @@ import torch
 from torch import nn
 from torch.utils.checkpoint import checkpoint
 
-from .diffusion_attention import DiffusionAttention
+from .._docs import fill_doc
+from .diffusion_attention import ATTENTION_DOCS, DiffusionAttention
 
 __all__ = ["DIFFormer"]
 
 
+@fill_doc(ATTENTION_DOCS)
 class DIFFormer(nn.Module):
     """DIFFormer network: input block, ``n_layers`` diffusion layers, output Linear.
 
@@ -32,13 +34,15 @@ class DIFFormer(nn.Module):
     in_dim, out_dim : int
         Input features and outputs (logits).
     hidden_dim : int, default=64
+        Width of the hidden state (and of each head's values).
     n_layers : int, default=2
-    n_heads : int, default=1
+        Diffusion layers (:class:`~skdiff.nn.DiffusionAttention` each).
+    %(n_heads)s
     alpha : float, default=0.5
         Diffusion step size (residual weight of the propagated state).
     dropout : float, default=0.2
-    kernel, qk_norm, value_projection, graph_weight, scope, block_size
-        See :class:`~skdiff.nn.diffusion_attention.DiffusionAttention`.
+        Dropout probability after the input block and after every layer.
+    %(attention_parameters)s
     checkpoint_layers : bool, default=False
         Under autograd, recompute each layer in the backward pass instead of storing its
         intermediates (gradient checkpointing; the dropout RNG state is replayed, so results
@@ -74,6 +78,8 @@ class DIFFormer(nn.Module):
         return len(self.convs)
 
     def reset_parameters(self):
+        """Draw fresh initial weights for every layer of the network (each submodule's own
+        ``reset_parameters``)."""
         for m in self.modules():
             if m is not self and hasattr(m, "reset_parameters"):
                 m.reset_parameters()
@@ -105,6 +111,19 @@ class DIFFormer(nn.Module):
         """Per-layer summaries of the rows ``x`` (call in eval mode) for :meth:`forward_inductive`.
 
         With the simple kernel they are O(1) in the number of rows (per-head d x d sums).
+
+        Parameters
+        ----------
+        x : Tensor of shape (n, in_dim), dense or sparse COO
+            The (training) rows new rows will attend to.
+        adj : sparse Tensor of shape (n, n) or None, default=None
+            Normalised adjacency among the rows of ``x`` used in the forward that produces
+            each layer's input.
+
+        Returns
+        -------
+        summaries : list of dict
+            One :meth:`DiffusionAttention.summary` per layer.
         """
         out = []
         z = self._input(x)
@@ -118,6 +137,20 @@ class DIFFormer(nn.Module):
 
         ``graph=True`` when the summaries came from a forward with an adjacency: new rows are
         then isolated nodes whose graph term is their own value.
+
+        Parameters
+        ----------
+        x : Tensor of shape (b, in_dim), dense or sparse COO
+            The new rows; each is predicted on its own, independent of the others.
+        summaries : list of dict
+            The training rows' :meth:`summaries`, one per layer.
+        graph : bool, default=False
+            Whether the network was trained with a graph term.
+
+        Returns
+        -------
+        out : Tensor of shape (b, out_dim)
+            Outputs (logits) of the new rows.
         """
         z = self._input(x)
         for i, conv in enumerate(self.convs):
@@ -128,8 +161,28 @@ class DIFFormer(nn.Module):
     def attention_graph(self, x, adj=None, *, layer=-1, k=10, block_size=1024):
         """Top-``k`` attention weights of every row of ``x`` at ``layer`` (heads averaged).
 
-        Returns ``(indices, values)``: LongTensor (n, k) of the attended rows and their weights
-        S_ij, computed in row blocks (O(block n) memory). Call in eval mode.
+        Computed in row blocks (O(block_size n) memory). Call in eval mode.
+
+        Parameters
+        ----------
+        x : Tensor of shape (n, in_dim), dense or sparse COO
+            The rows, attending to each other in one joint forward.
+        adj : sparse Tensor of shape (n, n) or None, default=None
+            Normalised adjacency among the rows (the graph term of the layers below
+            ``layer``).
+        layer : int, default=-1
+            Which layer's attention (negative counts from the last).
+        k : int, default=10
+            Weights kept per row (at most ``n``).
+        block_size : int, default=1024
+            Query rows per block.
+
+        Returns
+        -------
+        indices : LongTensor of shape (n, min(k, n))
+            The attended rows of every row, by decreasing weight.
+        values : Tensor of shape (n, min(k, n))
+            Their weights :math:`S_{ij}` (each row of the full matrix sums to 1).
         """
         n_layers = len(self.convs)
         layer = layer % n_layers

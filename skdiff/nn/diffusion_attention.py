@@ -36,6 +36,7 @@ import torch.nn.functional as F
 from torch import nn
 from torch.utils.checkpoint import checkpoint
 
+from .._docs import fill_doc, parse_docs
 from .graph import edge_index_of, propagate
 
 __all__ = [
@@ -188,6 +189,38 @@ def edge_attention(q, k, v, edge_index, kernel="simple", qk_norm="global", eps=1
     return out / den.clamp_min(eps).unsqueeze(-1)
 
 
+#: Parameters of the diffusion attention, shared by :class:`DiffusionAttention` and the
+#: :class:`~skdiff.nn.DIFFormer` network that stacks it.
+ATTENTION_DOCS = parse_docs("""
+n_heads : int
+    Attention heads; their outputs are averaged.
+kernel : {"simple", "advanced", "softmax"}
+    Pairwise diffusivity: ``"simple"`` = 1 + q.k of normalised queries and keys
+    (DIFFormer-s, linear in the number of rows), ``"advanced"`` = sigmoid(q.k)
+    (DIFFormer-a, quadratic, row-blocked), ``"softmax"`` = scaled dot-product attention.
+qk_norm : {"global", "row"}
+    Normalisation of queries and keys of the simple kernel: ``"global"`` divides by the
+    Frobenius norm of the whole tensor (the official code), ``"row"`` normalises every row
+    (the paper's equations).
+value_projection : bool
+    Learn a value projection per head; ``False`` uses the input itself as the value of
+    every head (the official ``use_weight=False``, which needs ``in_dim == hidden_dim``).
+graph_weight : float in [0, 1] or None
+    How attention and the graph term combine: ``None`` adds them (official), ``g`` mixes
+    ``(1 - g) attention + g graph``.
+scope : {"all", "graph"}
+    Attend to all rows, or only along the edges of ``adj`` (which is then required).
+block_size : int
+    Query rows per block of the quadratic kernels (memory O(block_size * n)).
+eps : float
+    Lower bound of the simple kernel's normaliser and of the attention weights' row sums,
+    which keeps a row with (near) zero total weight finite.
+""")
+ATTENTION_DOCS["attention_parameters"] = [
+    "kernel", "qk_norm", "value_projection", "graph_weight", "scope", "block_size"]
+
+
+@fill_doc(ATTENTION_DOCS)
 class DiffusionAttention(nn.Module):
     r"""One DIFFormer propagation: all-pair (or edge) attention plus an optional graph term.
 
@@ -204,17 +237,9 @@ class DiffusionAttention(nn.Module):
     ----------
     in_dim, hidden_dim : int
         Input width and per-head width.
-    n_heads : int, default=1
-    kernel : {"simple", "advanced", "softmax"}, default="simple"
-    qk_norm : {"global", "row"}, default="global"
-        Normalisation of the simple kernel.
-    value_projection : bool, default=False
-    graph_weight : float or None, default=None
-        ``None`` sums attention and graph term; ``g`` in [0, 1] mixes them.
-    scope : {"all", "graph"}, default="all"
-        Attend to all rows, or only along the graph's edges (needs ``adj``).
-    block_size : int, default=1024
-        Query rows per block of the quadratic kernels.
+    %(n_heads)s
+    %(attention_parameters)s
+    %(eps)s
 
     Shapes
     ------
@@ -244,12 +269,27 @@ class DiffusionAttention(nn.Module):
         self.Wv = nn.Linear(in_dim, hidden_dim * n_heads) if value_projection else None
 
     def reset_parameters(self):
+        """Draw fresh initial weights of the query, key and value projections (torch's
+        default initialisation of :class:`~torch.nn.Linear`)."""
         for lin in (self.Wq, self.Wk, self.Wv):
             if lin is not None:
                 lin.reset_parameters()
 
     def qkv(self, x):
-        """Projections (n, h, m), (n, h, m), (n, h, d)."""
+        """Per-head queries, keys and values of the rows ``x``.
+
+        Parameters
+        ----------
+        x : Tensor of shape (n, in_dim)
+            Rows (the hidden state of the layer).
+
+        Returns
+        -------
+        q, k : Tensor of shape (n, h, m)
+            Queries and keys (raw, not normalised).
+        v : Tensor of shape (n, h, d)
+            Values (without ``value_projection``, a view of ``x`` repeated over the heads).
+        """
         n, h = x.shape[0], self.n_heads
         q = self.Wq(x).reshape(n, h, -1)
         k = self.Wk(x).reshape(n, h, -1)
@@ -268,7 +308,23 @@ class DiffusionAttention(nn.Module):
         return out[:, 0] if out.shape[1] == 1 else out.mean(1)  # one head: a view, no copy
 
     def attend(self, q, k, v, adj=None):
-        """Per-head attention output (n, h, d) for the transductive forward."""
+        """Per-head attention output for the transductive forward (every row a query and a key).
+
+        Parameters
+        ----------
+        q, k : Tensor of shape (n, h, m)
+            Queries and keys, as :meth:`qkv` returns them.
+        v : Tensor of shape (n, h, d)
+            Values.
+        adj : sparse Tensor of shape (n, n) or None, default=None
+            Normalised adjacency; its edges are the attended pairs with ``scope="graph"``
+            (required then), unused otherwise.
+
+        Returns
+        -------
+        out : Tensor of shape (n, h, d)
+            Attention-weighted mean of the values, per head.
+        """
         if self.scope == "graph":
             if adj is None:
                 raise ValueError("scope='graph' needs an adjacency.")
@@ -293,6 +349,16 @@ class DiffusionAttention(nn.Module):
         simple: per-head sums (O(1) in n) and, for ``"global"`` norm, the training queries'
         Frobenius norm ``q_scale`` used to normalise new queries; advanced/softmax: the raw
         keys and values (n, h, .); ``scope="graph"``: nothing (new rows are isolated nodes).
+
+        Parameters
+        ----------
+        x : Tensor of shape (n, in_dim)
+            Hidden state of the stored training rows at this layer.
+
+        Returns
+        -------
+        summary : dict of str to Tensor
+            What :meth:`forward_inductive` takes as ``summary``.
         """
         if self.scope == "graph":
             return {}
@@ -308,6 +374,21 @@ class DiffusionAttention(nn.Module):
 
         New rows have no edges, so with ``graph=True`` (the model was trained with a graph)
         their graph term is their own value, as :math:`\\hat G_{ii}=1` for an isolated node.
+
+        Parameters
+        ----------
+        x : Tensor of shape (b, in_dim)
+            Hidden state of the new rows.
+        summary : dict of str to Tensor
+            The training rows' :meth:`summary` at this layer.
+        graph : bool, default=False
+            Whether the model was trained with a graph term (then added, as the new rows'
+            own values).
+
+        Returns
+        -------
+        out : Tensor of shape (b, hidden_dim)
+            The propagated state of the new rows, heads averaged.
         """
         q, _, v_self = self.qkv(x)
         if self.scope == "graph":
@@ -323,7 +404,23 @@ class DiffusionAttention(nn.Module):
 
     # -- the learned dependency structure -----------------------------------------------------
     def attention_weights(self, q, k, rows):
-        """Head-averaged weights S (b, l) of query rows ``rows`` of q against all keys."""
+        """Head-averaged attention weights of some query rows against all keys.
+
+        Parameters
+        ----------
+        q : Tensor of shape (n, h, m)
+            Queries of all rows (raw; normalised here as the kernel does).
+        k : Tensor of shape (l, h, m)
+            Keys of all rows.
+        rows : index or slice
+            The query rows to weigh (b of them), e.g. one block of rows.
+
+        Returns
+        -------
+        S : Tensor of shape (b, l)
+            Weight of every key for every selected query, rows summing to 1 per head
+            before the heads are averaged.
+        """
         if self.kernel == "simple":
             qn, kn = normalize_qk(q, self.qk_norm), normalize_qk(k, self.qk_norm)
             w = 1.0 + torch.einsum("bhm,lhm->hbl", qn[rows], kn)

@@ -37,6 +37,8 @@ import numbers
 import torch
 from torch import nn
 
+from .._docs import fill_doc, parse_docs
+
 __all__ = ["FlowAttention", "default_chunk_size", "flow_attention"]
 
 
@@ -359,6 +361,7 @@ def default_chunk_size(device):
     Parameters
     ----------
     device : str or torch.device
+        The device the kernel runs on; any string :class:`torch.device` parses.
 
     Returns
     -------
@@ -499,6 +502,20 @@ def _flow_weights(q, k, causal, clamp, eps):
     return phi_q, phi_k, comp, alloc / inc
 
 
+#: Parameters shared by :class:`FlowAttention` and the softmax baseline of the same interface
+#: (:class:`~skdiff.nn.SoftmaxAttention`).
+ATTENTION_LAYER_DOCS = parse_docs("""
+hidden_dim : int
+    Input and output features; split evenly over the heads.
+n_heads : int
+    Number of heads (must divide ``hidden_dim``).
+causal : bool
+    Causal (autoregressive) attention: position t attends only to positions <= t;
+    requires self-attention.
+""")
+
+
+@fill_doc(ATTENTION_LAYER_DOCS)
 class FlowAttention(nn.Module):
     r"""Multi-head Flow-Attention layer on (batch, length, hidden_dim) sequences.
 
@@ -513,17 +530,16 @@ class FlowAttention(nn.Module):
 
     Parameters
     ----------
-    hidden_dim : int
-        Input and output features; split evenly over the heads.
-    n_heads : int
-        Number of heads (must divide ``hidden_dim``).
-    causal : bool, default=False
-        Causal (autoregressive) version; requires self-attention.
+    %(hidden_dim)s
+    %(n_heads)s
+    %(causal)s
     clamp : float or None, default=1.0
         Bound of the conserved outgoing flow (see :func:`flow_attention`).
     dropout : float, default=0.05
         Dropout after the output projection (0.05 in the official core file).
     eps : float, default=1e-6
+        Added to both operands of every flow dot product (see :func:`flow_attention`), which
+        keeps the flows of all-zero features finite.
     chunk_size : int or None, default=None
         Chunk length of the causal kernel (``None``: the device's default, see
         :func:`flow_attention`).
@@ -550,6 +566,8 @@ class FlowAttention(nn.Module):
         self.dropout = nn.Dropout(dropout)
 
     def reset_parameters(self):
+        """Draw fresh initial weights of the query, key, value and output projections
+        (torch's default initialisation of :class:`~torch.nn.Linear`)."""
         for lin in (self.query, self.key, self.value, self.out):
             lin.reset_parameters()
 

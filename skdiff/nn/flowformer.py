@@ -46,7 +46,8 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from .flow_attention import FlowAttention
+from .._docs import fill_doc
+from .flow_attention import ATTENTION_LAYER_DOCS, FlowAttention
 
 __all__ = ["Flowformer", "SoftmaxAttention"]
 
@@ -63,12 +64,25 @@ def _sinusoidal(length, dim):
     return table
 
 
+@fill_doc(ATTENTION_LAYER_DOCS)
 class SoftmaxAttention(nn.Module):
     r"""Multi-head softmax attention with the interface of :class:`FlowAttention`.
 
     :math:`\mathrm{softmax}(QK^\top/\sqrt{d_h})V` through
     :func:`torch.nn.functional.scaled_dot_product_attention`; the baseline "Transformer of
     the same size" (same projections, output projection and dropout).
+
+    Parameters
+    ----------
+    %(hidden_dim)s
+    %(n_heads)s
+    %(causal)s
+    dropout : float, default=0.05
+        Dropout after the output projection.
+    **unused
+        Keyword arguments of :class:`FlowAttention` that softmax attention has no use for
+        (``clamp``, ``eps``, ``chunk_size``); accepted and ignored, so the two layers are
+        built alike.
     """
 
     def __init__(self, hidden_dim, n_heads, *, causal=False, dropout=0.05, **unused):
@@ -163,14 +177,24 @@ class Flowformer(nn.Module):
         Longest sequence (size of the learnable positional encoding); the ``"flatten"``
         head needs exactly this length.
     hidden_dim : int, default=64
+        Token width (the official ``d_model``).
     n_heads : int, default=4
+        Attention heads; must divide ``hidden_dim``.
     n_layers : int, default=2
+        Encoder layers (attention then feed-forward, post-LayerNorm).
     ff_dim : int or None, default=None
         Width of the feed-forward block (``None``: ``hidden_dim``, as the official d_ff=d_model).
     dropout : float, default=0.1
+        Dropout of the attention output, the feed-forward block, the input tokens and the
+        head.
     causal : bool, default=False
+        Causal attention: position t sees only positions <= t.
     clamp : float or None, default=1.0
+        Bound of Flow-Attention's conserved outgoing flow (``None``: no clamp; see
+        :func:`~skdiff.nn.flow_attention.flow_attention`).
     pooling : {"mean", "last", "flatten"}, default="mean"
+        Head input: the mean of the tokens, the last token, or all tokens flattened (the
+        official UEA head, which fixes the sequence length to ``max_len``).
     attention : {"flow", "softmax"}, default="flow"
         Flow-Attention, or softmax attention (the Transformer baseline of the same size).
     adjacency : Tensor of shape (C, C) or None, default=None
@@ -196,6 +220,10 @@ class Flowformer(nn.Module):
     patch_stride : int or None, default=None
         Step between patch starts, 1 <= ``patch_stride`` <= ``patch_len`` (``None``:
         ``patch_len``, non-overlapping patches; PatchTST used 16 and 8).
+    n_detached_outputs : int, default=0
+        The last ``n_detached_outputs`` outputs of the head (e.g. the variance half of a
+        Gaussian head) read the pooled features through ``detach()``: their loss trains
+        the head, not the encoder.
 
     Shapes
     ------
@@ -283,6 +311,15 @@ class Flowformer(nn.Module):
 
         ``trainable=False`` keeps it fixed during training (the encoder then fits the
         residual of this linear map).
+
+        Parameters
+        ----------
+        weight : array-like of shape (n_outputs, n_skip)
+            Weights of the skip, ``n_skip`` the width of :meth:`skip_features`.
+        bias : array-like of shape (n_outputs,)
+            Its intercepts.
+        trainable : bool, default=True
+            Whether training updates the skip afterwards.
         """
         if self.skip is None:
             raise ValueError("This network has no linear skip (instance_norm=False).")
@@ -291,13 +328,37 @@ class Flowformer(nn.Module):
         self.skip.requires_grad_(trainable)
 
     def n_tokens(self, length):
-        """Tokens for a sequence of ``length`` steps: ``length`` or the number of patches."""
+        """Tokens for a sequence of ``length`` steps: ``length`` or the number of patches.
+
+        Parameters
+        ----------
+        length : int
+            Time steps of the sequence (at least ``patch_len`` with patches).
+
+        Returns
+        -------
+        n : int
+            ``length`` without patches, else the number of patches of ``patch_len`` steps
+            every ``patch_stride`` steps that cover it (the last one padded).
+        """
         if self.patch_len is None:
             return length
         return -(-(length - self.patch_len) // self.patch_stride) + 1
 
     def patches(self, x):
-        """The patches of x (b, L, C) as (b, N, C, patch_len), end padded with the last value."""
+        """The patches of x (b, L, C) as (b, N, C, patch_len), end padded with the last value.
+
+        Parameters
+        ----------
+        x : Tensor of shape (b, L, C)
+            Sequences, ``L >= patch_len``.
+
+        Returns
+        -------
+        patches : Tensor of shape (b, N, C, patch_len)
+            Patch n holds steps ``n * patch_stride`` to ``n * patch_stride + patch_len - 1``
+            of every channel (a view of ``x`` when no padding is needed).
+        """
         p, s = self.patch_len, self.patch_stride
         pad = -(x.shape[1] - p) % s
         if pad:
@@ -306,13 +367,38 @@ class Flowformer(nn.Module):
 
     @staticmethod
     def window_stats(x):
-        """Per-window, per-channel mean and std of x (b, L, C), each (b, 1, C)."""
+        """Per-window, per-channel mean and std of x (b, L, C), each (b, 1, C).
+
+        Parameters
+        ----------
+        x : Tensor of shape (b, L, C)
+            Sequences.
+
+        Returns
+        -------
+        mean, std : Tensor of shape (b, 1, C)
+            Mean and standard deviation over the time axis of every window and channel
+            (population std, with 1e-5 added to the variance so a constant window has a
+            positive std).
+        """
         return x.mean(1, keepdim=True), (x.var(1, keepdim=True, unbiased=False) + 1e-5).sqrt()
 
     def skip_features(self, x, stats=None):
         """Inputs of the linear skip for x (b, L, C): (b, 3C) or (b, 3C + L C).
 
-        ``stats``: the :meth:`window_stats` of x when the caller already has them.
+        Parameters
+        ----------
+        x : Tensor of shape (b, L, C)
+            Sequences (not normalised).
+        stats : (Tensor, Tensor) or None, default=None
+            The :meth:`window_stats` of ``x`` when the caller already has them (``None``:
+            computed here).
+
+        Returns
+        -------
+        features : Tensor of shape (b, 3C) or (b, 3C + L C)
+            Per-channel mean, std and last value, followed by the whole window with
+            ``skip="window"``.
         """
         mu, sd = self.window_stats(x) if stats is None else stats
         feats = [mu[:, 0], sd[:, 0], x[:, -1]] + ([x.flatten(1)] if self.skip_window else [])
