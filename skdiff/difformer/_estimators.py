@@ -396,6 +396,9 @@ class _DIFFormerBase(NeuralEstimatorBase):
     def _prepare_predict(self, X, adjacency=None, graph=None):
         """("cached", ids) | ("joint", inputs) | ("inductive", inputs); see :meth:`predict`."""
         check_is_fitted(self)
+        if graph is not None and adjacency is not None:
+            raise ValueError("Pass either 'graph' (graph mode, X = node ids) or 'adjacency' "
+                             "(features mode), not both.")
         if graph is not None or (self.fitted_on_graph_ and adjacency is None):
             g = self._graph if graph is None else graph
             if self._graph is not None and getattr(g, "_token", None) == self._graph._token:

@@ -48,9 +48,9 @@ class DIFFormer(nn.Module):
         intermediates (gradient checkpointing; the dropout RNG state is replayed, so results
         are identical). Several times less training memory for ~30 % more time.
 
-    Shapes
-    ------
-    x (n, in_dim) dense or sparse COO; adj sparse normalised (n, n) or None -> (n, out_dim).
+    Notes
+    -----
+    Shapes: x (n, in_dim) dense or sparse COO; adj sparse normalised (n, n) or None -> (n, out_dim).
     """
 
     def __init__(self, in_dim, out_dim, *, hidden_dim=64, n_layers=2, n_heads=1, alpha=0.5,

@@ -241,10 +241,10 @@ class DiffusionAttention(nn.Module):
     %(attention_parameters)s
     %(eps)s
 
-    Shapes
-    ------
-    x (n, in_dim), adj sparse (n, n) normalised (see :func:`skdiff.nn.graph.normalized_adjacency`)
-    -> (n, hidden_dim).
+    Notes
+    -----
+    Shapes: x (n, in_dim), adj sparse (n, n) normalised (see
+    :func:`skdiff.nn.graph.normalized_adjacency`) -> (n, hidden_dim).
     """
 
     def __init__(self, in_dim, hidden_dim, *, n_heads=1, kernel="simple", qk_norm="global",

@@ -371,8 +371,8 @@ def default_chunk_size(device):
         number of kernel launches does not depend on the chunk size (every chunk at once),
         so a larger chunk buys nothing there: the (chunk, chunk) blocks grow like chunk, the
         carried states shrink like 1 / chunk, and their memory traffic balances near
-        :math:`\sqrt{d e}` (32 at d = e = 32). Not yet measured on a GPU:
-        ``benchmarks/gpu_smoke.py`` sweeps 32 to 256 there.
+        :math:`\sqrt{d e}` (32 at d = e = 32). ``benchmarks/gpu_smoke.py`` sweeps 32 to 256
+        on a GPU.
 
     Examples
     --------
@@ -544,9 +544,9 @@ class FlowAttention(nn.Module):
         Chunk length of the causal kernel (``None``: the device's default, see
         :func:`flow_attention`).
 
-    Shapes
-    ------
-    x : (b, n, hidden_dim); context : (b, m, hidden_dim) or None (self-attention);
+    Notes
+    -----
+    Shapes: x : (b, n, hidden_dim); context : (b, m, hidden_dim) or None (self-attention);
     output : (b, n, hidden_dim).
     """
 

@@ -225,9 +225,9 @@ class Flowformer(nn.Module):
         Gaussian head) read the pooled features through ``detach()``: their loss trains
         the head, not the encoder.
 
-    Shapes
-    ------
-    x : (b, L, C) with L <= max_len; output : (b, n_outputs).
+    Notes
+    -----
+    Shapes: x : (b, L, C) with L <= max_len; output : (b, n_outputs).
     """
 
     def __init__(self, n_channels, n_outputs, max_len, *, hidden_dim=64, n_heads=4, n_layers=2,

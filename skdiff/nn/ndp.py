@@ -137,10 +137,10 @@ class NDPNoiseModel(nn.Module):
     n_heads : int, default=8
         Attention heads; must divide ``2 * hidden_dim``.
 
-    Shapes
-    ------
-    ``x`` [b, n, d], ``y_t`` [b, n, 1], ``t`` [b] (long), ``mask`` [b, n] bool with True marking
-    padding -> ``eps_hat`` [b, n, 1] (zero at padded points).
+    Notes
+    -----
+    Shapes: ``x`` [b, n, d], ``y_t`` [b, n, 1], ``t`` [b] (long), ``mask`` [b, n] bool with
+    True marking padding -> ``eps_hat`` [b, n, 1] (zero at padded points).
 
     See Also
     --------

@@ -246,6 +246,10 @@ def test_bad_inputs_are_clear_errors(planted):
         clf.fit(g.node_ids(), y, graph=(X, A))
     with pytest.raises(ValueError, match="either 'graph' .* not both"):
         clf.fit(g.node_ids(), y, A, graph=g)
+    fitted = clone(clf).fit(g.node_ids(), y, graph=g)
+    for method in (fitted.predict, fitted.predict_proba, fitted.sample_posterior):
+        with pytest.raises(ValueError, match="either 'graph' .* not both"):
+            method(g.node_ids(), adjacency=A, graph=g)
     with pytest.raises(ValueError, match="'validation_mask' must be a boolean array"):
         clf.fit(X, y, validation_mask=np.arange(10))
     with pytest.raises(ValueError, match="'adjacency' contains NaN"):
