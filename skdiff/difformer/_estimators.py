@@ -557,7 +557,10 @@ class DIFFormerClassifier(ClassifierTask, _DIFFormerBase):
         spread along the graph predict held-out labelled nodes (a 5-fold check over the
         labelled nodes) better than the most frequent class does, i.e. when the graph is
         homophilous; off on heterophilous graphs. ``True``: always with a graph. ``False``:
-        never. Without a graph it has no effect.
+        never. Without a graph it has no effect. The weight of the network's probabilities
+        in the propagation (1, 0.5, 0.2 or 0) is chosen by a second 5-fold check over the
+        labelled nodes, each predicted from its neighbourhood alone: where the features say
+        little, the network's guesses on unlabelled nodes get less weight.
     propagation_alpha : float in [0, 1), default=0.9
         Weight of the neighbours in each propagation step (``alpha`` of
         :class:`~sklearn.semi_supervised.LabelSpreading`); ``1 - propagation_alpha`` pulls
@@ -660,9 +663,13 @@ class DIFFormerClassifier(ClassifierTask, _DIFFormerBase):
             if not helps:
                 return outputs
         self.label_propagation_ = True
+        proba = self._from_outputs(outputs)
+        beta = smoother.choose_network_weight(proba, np.random.RandomState(self.seed_))
+        if self.verbose:
+            print(f"label_propagation: the network's weight in the propagation is {beta}")
         if data.graph is not None:  # predictions on the fitted graph propagate too
             self._smoother = smoother
-        return self._log_proba(smoother.smooth(self._from_outputs(outputs)))
+        return self._log_proba(smoother.smooth(proba))
 
     @staticmethod
     def _log_proba(proba):

@@ -6,12 +6,13 @@ of the network are spread along the edges, with the known labels clamped, by ite
 
     G <- (1 - alpha) G0 + alpha S G,        S = D^-1/2 A D^-1/2,
 
-where ``G0`` is ``P`` with the labelled rows replaced by their one-hot labels (Zhou et al.,
+where ``G0`` is ``beta P`` with the labelled rows replaced by their one-hot labels (Zhou et al.,
 2004, the iteration of :class:`sklearn.semi_supervised.LabelSpreading`, started from the
-network's predictions instead of zeros). On a homophilous graph this carries the labels'
-information to nodes whose features say little; on a heterophilous one it would mislead, so
-``"auto"`` first checks on the labelled nodes whether labels spread along the graph predict
-held-out labels better than the most frequent class does.
+network's predictions instead of zeros). On a homophilous graph this carries the
+labels' information to nodes whose features say little; on a heterophilous one it would
+mislead, so ``"auto"`` first checks on the labelled nodes whether labels spread along the
+graph predict held-out labels better than the most frequent class does. The network's
+weight ``beta`` is chosen by a second check on the labelled nodes.
 """
 
 from __future__ import annotations
@@ -21,8 +22,10 @@ import scipy.sparse as sp
 
 #: Iterations of the propagation: ``alpha ** 50`` is below 0.01 for ``alpha <= 0.9``.
 N_ITER = 50
-#: Folds of the check that the graph's labels predict each other (``"auto"``).
+#: Folds of the checks on the labelled nodes.
 N_FOLDS = 5
+#: Candidate weights of the network's probabilities in the propagation, largest first.
+NETWORK_WEIGHTS = (1.0, 0.5, 0.2, 0.0)
 
 
 def normalized_adjacency(adjacency):
@@ -60,6 +63,7 @@ class LabelSmoother:
         self.seeds = np.asarray(seeds)
         self.onehot = np.eye(n_classes, dtype=np.float32)[np.asarray(codes)]
         self.alpha = alpha
+        self.beta = 1.0  # the network's weight: see choose_network_weight
 
     def graph_predicts_labels(self, random_state):
         """Whether labels spread along the graph predict held-out labelled nodes better than
@@ -82,10 +86,39 @@ class LabelSmoother:
         accuracy = float(np.mean(scores.argmax(1) == self.onehot.argmax(1)))
         return accuracy > majority, accuracy, majority
 
+    def choose_network_weight(self, proba, random_state):
+        """The weight ``beta`` of the network's probabilities in the propagation's start and
+        restart term, among :data:`NETWORK_WEIGHTS`, by a ``N_FOLDS``-fold check over the
+        labelled nodes: each fold's nodes lose their own label and network prediction and
+        are predicted from their neighbourhood (ties go to the larger weight). Where the
+        features carry little, the network's guesses on unlabelled nodes mislead and a
+        smaller weight lets the labels speak. Sets and returns ``beta``.
+        """
+        n_seed, k = self.seeds.size, self.onehot.shape[1]
+        if n_seed < N_FOLDS:
+            self.beta = 1.0
+            return self.beta
+        P = np.asarray(proba, dtype=np.float32)
+        weights = np.asarray(NETWORK_WEIGHTS, dtype=np.float32)
+        fold = random_state.permutation(n_seed) % N_FOLDS
+        hits = np.zeros(weights.size)
+        for f in range(N_FOLDS):  # the folds' clamped nodes differ; the weights share a pass
+            train, held = self.seeds[fold != f], self.seeds[fold == f]
+            G0 = (weights[None, :, None] * P[:, None, :]).reshape(len(P), -1)
+            G0[held] = 0
+            G0[train] = np.tile(self.onehot[fold != f], weights.size)
+            G = spread(self.S, G0, train, self.alpha)[held].reshape(held.size, weights.size, k)
+            hits += np.sum(G.argmax(2) == self.onehot[fold == f].argmax(1)[:, None], axis=0)
+        self.beta = NETWORK_WEIGHTS[int(np.argmax(hits))]  # largest first: ties go to it
+        return self.beta
+
     def smooth(self, proba):
         """Propagated class probabilities (n, n_classes) from the network's ``proba``."""
-        P = np.array(proba, dtype=np.float32)
-        P[self.seeds] = self.onehot
-        G = np.maximum(spread(self.S, P, self.seeds, self.alpha), 0).astype(np.float64)
+        P = np.asarray(proba, dtype=np.float32)
+        G0 = self.beta * P
+        G0[self.seeds] = self.onehot
+        G = np.maximum(spread(self.S, G0, self.seeds, self.alpha), 0)
+        # a node the labels do not reach keeps the network's prediction
+        G = (G + 1e-6 * P).astype(np.float64)
         total = G.sum(axis=1, keepdims=True)
         return np.divide(G, total, out=np.full_like(G, 1.0 / G.shape[1]), where=total > 0)

@@ -124,3 +124,22 @@ def test_bad_parameters_are_named(homophilous, params, match):
     X, _, A, y_fit = homophilous
     with pytest.raises(ValueError, match=match):
         DIFFormerClassifier(**FAST, **params).fit(X, y_fit, adjacency=A)
+
+
+def test_network_weight_follows_the_networks_quality():
+    """Confident wrong guesses on the unlabelled nodes get a small weight, accurate ones the
+    full weight (chosen by the 5-fold check over the labelled nodes)."""
+    _, y, A = make_planted_partition(600, 3, p_in=0.04, p_out=0.004, random_state=0)
+    y_fit = make_label_mask(y, 10, random_state=0)
+    seeds = np.flatnonzero(y_fit != -1)
+    rng = np.random.RandomState(0)
+    garbage = np.eye(3)[rng.randint(0, 3, 600)] * 0.9 + 0.1 / 3
+    accurate = np.eye(3)[np.where(rng.rand(600) < 0.8, y, rng.randint(0, 3, 600))] * 0.6 + 0.4 / 3
+    unlabelled = y_fit == -1
+    for proba, weights in ((garbage, (0.0, 0.2)), (accurate, (1.0, 0.5))):
+        smoother = LabelSmoother(A, seeds, y[seeds], 3, 0.9)
+        assert smoother.choose_network_weight(proba, np.random.RandomState(0)) in weights
+        chosen = np.mean(smoother.smooth(proba).argmax(1)[unlabelled] == y[unlabelled])
+        smoother.beta = 1.0
+        full = np.mean(smoother.smooth(proba).argmax(1)[unlabelled] == y[unlabelled])
+        assert chosen >= full
