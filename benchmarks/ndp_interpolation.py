@@ -11,8 +11,9 @@ live in the prior's domain), the exact GP with the true hyper-parameters (the op
 ``GaussianProcessRegressor`` with ML-II fitted variance and lengthscale (true kernel family,
 noise fixed at its true value, 3 optimiser restarts). ``gp_sampled`` is the exact GP posterior
 seen through the NDP metric: the same number of samples drawn from it, moment-matched. It is
-the ceiling any sampler can reach at that sample size (moment-matching a 50-dimensional
-Gaussian from 128 samples underestimates its small eigenvalues).
+what a sampler that draws exactly from the posterior scores at that sample size (moment-matching
+a 50-dimensional Gaussian from 128 samples underestimates its small eigenvalues), not a bound
+on every sampler (``ndp_metric_ceiling.py``).
 
 Run (takes tens of minutes on 2 CPU cores; ``--n-tasks`` trades precision for time)::
 
@@ -77,7 +78,7 @@ def gp_metrics(gpr, Xc, yc, Xt, yt):
 
 def gp_sampled_metrics(gpr, Xc, yc, Xt, yt, n_samples=128, seed=0):
     """The exact GP posterior, seen through the NDP metric: moment-matched to n_samples draws
-    (the ceiling any sampler can reach with that many samples)."""
+    (what a sampler drawing exactly from the posterior scores with that many samples)."""
     gpr.fit(Xc, yc)
     mean, cov = gpr.predict(Xt, return_cov=True)
     L = np.linalg.cholesky(cov + 1e-9 * np.eye(len(yt)))
