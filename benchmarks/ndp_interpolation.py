@@ -24,12 +24,11 @@ Run (takes tens of minutes on 2 CPU cores; ``--n-tasks`` trades precision for ti
 from __future__ import annotations
 
 import argparse
-import json
 import time
 import warnings
 
 import numpy as np
-from _ndp_common import add_runtime_args, apply_runtime_args
+from _ndp_common import add_runtime_args, apply_runtime_args, write_json
 from sklearn.exceptions import ConvergenceWarning
 from sklearn.gaussian_process import GaussianProcessRegressor
 from sklearn.gaussian_process.kernels import RBF, ConstantKernel, Matern, WhiteKernel
@@ -161,8 +160,7 @@ def main(argv=None):
                     print(f"{m:10s} " + " ".join(f"{r[k][0]:9.3f} ± {r[k][1]:.3f}"
                                                  for k in ("loglik", "mse", "coverage95")))
     if args.json:
-        with open(args.json, "w") as f:
-            json.dump({"args": vars(args), "results": results}, f, indent=2)
+        write_json(args.json, {"args": vars(args), "results": results})
 
 
 if __name__ == "__main__":
