@@ -11,8 +11,9 @@ live in the prior's domain), the exact GP with the true hyper-parameters (the op
 ``GaussianProcessRegressor`` with ML-II fitted variance and lengthscale (true kernel family,
 noise fixed at its true value, 3 optimiser restarts). ``gp_sampled`` is the exact GP posterior
 seen through the NDP metric: the same number of samples drawn from it, moment-matched. It is
-the ceiling any sampler can reach at that sample size (moment-matching a 50-dimensional
-Gaussian from 128 samples underestimates its small eigenvalues).
+what a sampler that draws exactly from the posterior scores at that sample size (moment-matching
+a 50-dimensional Gaussian from 128 samples underestimates its small eigenvalues), not a bound
+on every sampler (``ndp_metric_ceiling.py``).
 
 Run (takes tens of minutes on 2 CPU cores; ``--n-tasks`` trades precision for time)::
 
@@ -23,12 +24,11 @@ Run (takes tens of minutes on 2 CPU cores; ``--n-tasks`` trades precision for ti
 from __future__ import annotations
 
 import argparse
-import json
 import time
 import warnings
 
 import numpy as np
-from _ndp_common import add_runtime_args, apply_runtime_args
+from _ndp_common import add_runtime_args, apply_runtime_args, write_json
 from sklearn.exceptions import ConvergenceWarning
 from sklearn.gaussian_process import GaussianProcessRegressor
 from sklearn.gaussian_process.kernels import RBF, ConstantKernel, Matern, WhiteKernel
@@ -77,7 +77,7 @@ def gp_metrics(gpr, Xc, yc, Xt, yt):
 
 def gp_sampled_metrics(gpr, Xc, yc, Xt, yt, n_samples=128, seed=0):
     """The exact GP posterior, seen through the NDP metric: moment-matched to n_samples draws
-    (the ceiling any sampler can reach with that many samples)."""
+    (what a sampler drawing exactly from the posterior scores with that many samples)."""
     gpr.fit(Xc, yc)
     mean, cov = gpr.predict(Xt, return_cov=True)
     L = np.linalg.cholesky(cov + 1e-9 * np.eye(len(yt)))
@@ -160,8 +160,7 @@ def main(argv=None):
                     print(f"{m:10s} " + " ".join(f"{r[k][0]:9.3f} ± {r[k][1]:.3f}"
                                                  for k in ("loglik", "mse", "coverage95")))
     if args.json:
-        with open(args.json, "w") as f:
-            json.dump({"args": vars(args), "results": results}, f, indent=2)
+        write_json(args.json, {"args": vars(args), "results": results})
 
 
 if __name__ == "__main__":

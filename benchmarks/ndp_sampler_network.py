@@ -36,13 +36,12 @@ core)::
 from __future__ import annotations
 
 import argparse
-import json
 import time
 from pathlib import Path
 
 import numpy as np
 import torch
-from _ndp_common import add_runtime_args, apply_runtime_args
+from _ndp_common import add_runtime_args, apply_runtime_args, write_json
 from ndp_interpolation import gp_sampled_metrics, make_tasks, sk_kernel
 from sklearn.gaussian_process import GaussianProcessRegressor
 
@@ -196,11 +195,10 @@ def main(argv=None):
     c = results["ceiling"]
     print(f"{'ceiling':12s} {'':6s} {c['loglik']:8.3f} {'':16s} {c['expected']:9.3f}")
     if args.json:
-        with open(args.json, "w") as fh:
-            # the cache folder is a local path: recorded only as whether one was used
-            recorded = {**vars(args), "cache_dir": "<cache-dir>" if args.cache_dir else None}
-            json.dump({"args": recorded, "results": results, "ceiling_per_task": ceiling},
-                      fh, indent=2)
+        # the cache folder is a local path: recorded only as whether one was used
+        recorded = {**vars(args), "cache_dir": "<cache-dir>" if args.cache_dir else None}
+        write_json(args.json, {"args": recorded, "results": results,
+                               "ceiling_per_task": ceiling})
 
 
 if __name__ == "__main__":

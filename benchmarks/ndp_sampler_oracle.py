@@ -3,9 +3,10 @@
 For GP data y_0 ~ N(0, K), the exact noise prediction is E[eps | y_t] = s (a^2 K + s^2 I)^-1 y_t.
 With it every step of ``conditional_sample`` is linear-Gaussian, so the exact distribution of
 its output is propagated in closed form (no Monte Carlo) and compared with the exact GP
-posterior on the tasks of ``ndp_interpolation.py`` (SE, lengthscale 0.25, noise 0.0025, 1-9
-context points, 50 targets on U(-2, 2)), official 500-level schedule. Two KL divergences per
-target point, averaged over tasks:
+posterior on tasks as those of ``ndp_interpolation.py`` (SE, lengthscale 0.25, noise 0.0025,
+50 targets on U(-2, 2)), official 500-level schedule. Every function is conditioned on each of
+``--context-sizes`` (its first 1, 5, 9 points by default), so the sizes are compared on the same
+functions. Two KL divergences per target point, averaged over the functions, per context size:
 
 ``KL(s||p)``
     of the sampler's output from the exact posterior (the sampler's own error);
@@ -18,22 +19,24 @@ with the step sizes differently (``ndp_sampler_network.py`` measures that).
 
 Run (about a minute)::
 
-    python benchmarks/ndp_sampler_oracle.py [--n-tasks 16] [--json out.json]
+    python benchmarks/ndp_sampler_oracle.py [--n-tasks 16] [--context-sizes 1 5 9] \
+        [--json out.json]
 """
 
 from __future__ import annotations
 
 import argparse
-import json
 import sys
 from pathlib import Path
 
 import numpy as np
-from ndp_interpolation import NOISE, make_tasks
+from _ndp_common import write_json
+from ndp_interpolation import NOISE
 from ndp_sampler_network import SAMPLERS, sampler_path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # the test oracle lives in tests/
 
+from skdiff.datasets import make_gp_functions  # noqa: E402
 from skdiff.diffusion import NoiseSchedule, n_evaluations  # noqa: E402
 from tests.diffusion.oracle import gp_posterior, kl_per_point, sampler_moments  # noqa: E402
 
@@ -50,34 +53,43 @@ CONFIGS = {**SAMPLERS,
 
 def main(argv=None):
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    p.add_argument("--n-tasks", type=int, default=16)
+    p.add_argument("--n-tasks", type=int, default=16, help="functions per context size")
+    p.add_argument("--context-sizes", type=int, nargs="+", default=[1, 5, 9])
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--json", default=None, help="write the results here")
     args = p.parse_args(argv)
     schedule = NoiseSchedule.official()
-    tasks = []
-    for Xc, yc, Xt, _ in make_tasks("se", 1, args.n_tasks, seed=args.seed):
-        x = np.concatenate([Xc[:, 0], Xt[:, 0]])
-        K = np.exp(-0.5 * (x[:, None] - x[None]) ** 2 / 0.25**2) + NOISE * np.eye(len(x))
-        tasks.append((K, len(Xc), yc, *gp_posterior(K, len(Xc), yc)))
-    print(f"{'sampler':22s} {'evals':>6s} {'KL(s||p)':>9s} {'KL(p||s)':>9s}   per target point, "
-          f"mean over {len(tasks)} tasks")
-    results = {}
+    sizes, n_targets = sorted(args.context_sizes), 50
+    data = make_gp_functions(args.n_tasks, sizes[-1] + n_targets, 1, kernel="se",
+                             lengthscale=0.25, noise=NOISE, random_state=args.seed)
+    tasks = {c: [] for c in sizes}  # per size: (K, C, y_ctx, exact mean, exact covariance)
+    for X, y in zip(data.X, data.y):
+        for c in sizes:
+            # context: the function's first c points; targets: the same 50 for every size
+            x = np.concatenate([X[:c, 0], X[sizes[-1]:, 0]])
+            K = np.exp(-0.5 * (x[:, None] - x[None]) ** 2 / 0.25**2) + NOISE * np.eye(len(x))
+            tasks[c].append((K, c, y[:c], *gp_posterior(K, c, y[:c])))
+    print(f"KL(s||p) / KL(p||s) per target point, mean over {args.n_tasks} functions, "
+          f"by context size")
+    print(f"{'sampler':22s} {'evals':>6s} " + "".join(f"{f'{c} context':>17s}" for c in sizes))
+    rows = []
     for name, kw in CONFIGS.items():
         path = sampler_path(schedule, kw)
         eta = kw.get("eta", 1.0)
-        kl = np.array([(kl_per_point(m, P, mu, Sig), kl_per_point(mu, Sig, m, P))
-                       for K, C, yc, mu, Sig in tasks
-                       for m, P in [sampler_moments(schedule, K, C, yc, path, eta)]])
-        results[name] = {"evaluations": n_evaluations(path), "kwargs": kw,
-                         "kl_sampler_exact": kl[:, 0].mean(),
-                         "kl_exact_sampler": kl[:, 1].mean()}
-        r = results[name]
-        print(f"{name:22s} {r['evaluations']:6d} {r['kl_sampler_exact']:9.4f} "
-              f"{r['kl_exact_sampler']:9.4f}", flush=True)
+        # kl[size, task] = (KL(sampler || exact), KL(exact || sampler))
+        kl = np.array([[(kl_per_point(m, P, mu, Sig), kl_per_point(mu, Sig, m, P))
+                        for K, C, yc, mu, Sig in tasks[c]
+                        for m, P in [sampler_moments(schedule, K, C, yc, path, eta)]]
+                       for c in sizes])
+        rows.append({"sampler": name, "evaluations": n_evaluations(path), "kwargs": kw,
+                     "kl_per_point": kl[:, :, 0].mean(1).tolist(),
+                     "kl_exact_sampler": kl[:, :, 1].mean(1).tolist()})
+        r = rows[-1]
+        print(f"{name:22s} {r['evaluations']:6d} " + "".join(
+            f"{a:8.4f} /{b:7.4f}" for a, b in zip(r["kl_per_point"], r["kl_exact_sampler"])),
+            flush=True)
     if args.json:
-        with open(args.json, "w") as f:
-            json.dump({"args": vars(args), "results": results}, f, indent=2)
+        write_json(args.json, {"args": vars(args), "context_sizes": sizes, "rows": rows})
 
 
 if __name__ == "__main__":

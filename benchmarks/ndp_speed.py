@@ -2,14 +2,17 @@
 
 ``predict(X, return_std=True)`` for 50 targets, 64 Monte Carlo samples and 10 context points
 (1-D SE draws, lengthscale 0.25, the interpolation benchmark's tasks), on this machine's CPU.
-For each sampler: wall time of ``fit`` and of ``predict``, the number of network evaluations,
-and the joint log-likelihood per target point (Gaussian moment-matched to the 64 samples)
-and MSE it reaches, averaged over ``--n-tasks`` tasks.
+For each sampler: wall time of ``fit`` and of ``predict``, the process CPU time of
+``predict`` (with one torch thread: about the wall time on an otherwise idle core), the number
+of network evaluations, and the joint log-likelihood per target point (Gaussian moment-matched
+to the 64 samples) and MSE it reaches, averaged over ``--n-tasks`` tasks. Beside them, the
+exact GP with the true hyper-parameters on the same tasks: scored analytically, and through
+the same metric from 64 of its own posterior samples (the ceiling of a 64-sample sampler).
 
 Run::
 
     python benchmarks/ndp_speed.py --n-tasks 3 --n-tasks-ddpm 1   # DDPM: minutes per task
-    python benchmarks/ndp_speed.py --n-tasks 3 --skip-ddpm
+    python benchmarks/ndp_speed.py --n-tasks 3 --skip-ddpm --json ndp_speed.json
 """
 
 from __future__ import annotations
@@ -19,11 +22,13 @@ import time
 
 import numpy as np
 import torch
-from _ndp_common import add_runtime_args, apply_runtime_args
+from _ndp_common import add_runtime_args, apply_runtime_args, write_json
+from ndp_interpolation import gp_metrics, gp_sampled_metrics, sk_kernel
+from sklearn.gaussian_process import GaussianProcessRegressor
 
 from skdiff import NDPRegressor
 from skdiff.datasets import make_gp_functions
-from skdiff.diffusion import strided_levels
+from skdiff.diffusion import n_evaluations, resample_path, strided_levels
 from skdiff.ndp import gaussian_log_likelihood
 
 
@@ -35,22 +40,24 @@ def run(est, tasks, time_predict=True):
     stands in for ``predict`` when ``time_predict`` is false (the DDPM run, which would
     otherwise cost two 3,000-evaluation runs per task) and its samples give the metrics.
     """
-    fit_s, pred_s, lls, mses = [], [], [], []
+    fit_s, pred_s, cpu_s, lls, mses = [], [], [], [], []
     for Xc, yc, Xt, yt in tasks:
         t0 = time.perf_counter()
         est.fit(Xc, yc)
         fit_s.append(time.perf_counter() - t0)
         if time_predict:
-            t0 = time.perf_counter()
+            t0, c0 = time.perf_counter(), time.process_time()
             est.predict(Xt, return_std=True)
             pred_s.append(time.perf_counter() - t0)
-        t0 = time.perf_counter()
+            cpu_s.append(time.process_time() - c0)
+        t0, c0 = time.perf_counter(), time.process_time()
         samples = est.sample_posterior(Xt, n_samples=est.n_samples, random_state=0)
         if not time_predict:
             pred_s.append(time.perf_counter() - t0)
+            cpu_s.append(time.process_time() - c0)
         lls.append(gaussian_log_likelihood(yt, samples, joint=True))
         mses.append(np.mean((samples.mean(1) - yt) ** 2))
-    return fit_s, pred_s, lls, mses
+    return fit_s, pred_s, cpu_s, lls, mses
 
 
 def main(argv=None):
@@ -59,6 +66,7 @@ def main(argv=None):
     p.add_argument("--n-tasks-ddpm", type=int, default=1)
     p.add_argument("--prior", default="gp")
     p.add_argument("--skip-ddpm", action="store_true")
+    p.add_argument("--json", default=None, help="write the rows here")
     add_runtime_args(p)
     args = p.parse_args(argv)
     apply_runtime_args(args)
@@ -70,22 +78,43 @@ def main(argv=None):
     configs = {"fast (default)": dict(), "fast, 50 steps": dict(n_sampling_steps=50)}
     if not args.skip_ddpm:
         configs["ddpm-500, U=5"] = dict(sampler="ddpm", n_resample=5)
+    rows = []
     for name, kw in configs.items():
-        n_tasks = args.n_tasks if not kw else args.n_tasks_ddpm
+        ddpm = kw.get("sampler") == "ddpm"
+        n_tasks = args.n_tasks_ddpm if ddpm else args.n_tasks
         est = NDPRegressor(prior=args.prior, x_bounds=(-2, 2), normalize_y=False, n_samples=64,
                            random_state=0, **kw)
+        # the estimator's level grid: all 500 levels, or n_sampling_steps cubic-spaced ones
         T = 500
-        levels = T if kw.get("sampler") == "ddpm" else len(
-            strided_levels(T, est.n_sampling_steps))
-        n_eval = (levels - 1) * (est.n_resample + 1) + 1
-        fit_s, pred_s, lls, mses = run(est, tasks[:n_tasks],
-                                       time_predict=kw.get("sampler") != "ddpm")
+        levels = list(range(T - 1, -1, -1)) if ddpm else strided_levels(
+            T, est.n_sampling_steps, "cubic")
+        n_eval = n_evaluations(resample_path(levels, est.n_resample))
+        fit_s, pred_s, cpu_s, lls, mses = run(est, tasks[:n_tasks], time_predict=not ddpm)
         print(f"{name:16s} network evaluations {n_eval:5d} | fit {np.mean(fit_s):6.2f} s | "
-              f"predict(return_std) {np.mean(pred_s):7.2f} s (min {np.min(pred_s):.2f}) | "
+              f"predict(return_std) {np.mean(pred_s):7.2f} s (min {np.min(pred_s):.2f}, "
+              f"CPU {np.mean(cpu_s):.2f}) | "
               f"loglik/pt {np.mean(lls):6.3f} | MSE {np.mean(mses):.3f} | tasks {n_tasks}",
               flush=True)
         print(f"{'':16s} per task: loglik/pt " + " ".join(f"{v:.3f}" for v in lls)
               + " | MSE " + " ".join(f"{v:.3f}" for v in mses), flush=True)
+        rows.append({"sampler": name, "evaluations": n_eval, "n_tasks": n_tasks,
+                     "seconds": float(np.mean(pred_s)), "seconds_min": float(np.min(pred_s)),
+                     "cpu_seconds": float(np.mean(cpu_s)), "fit_seconds": float(np.mean(fit_s)),
+                     "loglik": float(np.mean(lls)), "mse": float(np.mean(mses)),
+                     "loglik_per_task": [float(v) for v in lls],
+                     "mse_per_task": [float(v) for v in mses]})
+    gp = GaussianProcessRegressor(sk_kernel("se", 1, True), optimizer=None)
+    exact = np.array([gp_metrics(gp, *t)[:2] for t in tasks])
+    sampled = np.array([gp_sampled_metrics(gp, *t, 64, seed=0)[:2] for t in tasks])
+    ceiling = {"n_tasks": len(tasks), "loglik": float(exact[:, 0].mean()),
+               "mse": float(exact[:, 1].mean()), "loglik_64_samples": float(sampled[:, 0].mean()),
+               "mse_64_samples": float(sampled[:, 1].mean())}
+    print(f"{'exact GP':16s} analytic loglik/pt {ceiling['loglik']:6.3f} | MSE "
+          f"{ceiling['mse']:.3f} | 64 samples, moment-matched: loglik/pt "
+          f"{ceiling['loglik_64_samples']:6.3f} | MSE {ceiling['mse_64_samples']:.3f}")
+    if args.json:
+        write_json(args.json, {"args": vars(args), "n_context": 10, "n_targets": 50,
+                               "n_samples": 64, "rows": rows, "exact_gp": ceiling})
 
 
 if __name__ == "__main__":
