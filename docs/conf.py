@@ -151,6 +151,8 @@ html_theme = "pydata_sphinx_theme"
 html_title = f"skdiff {release}"
 html_static_path = ["_static"]
 html_css_files = ["skdiff.css"]
+# the page's table of contents lists methods by their own name (fit(), not Class.fit())
+toc_object_entries_show_parents = "hide"
 html_show_sourcelink = False
 html_theme_options = {
     "github_url": "https://github.com/skdiff-dev/skdiff",
