@@ -508,16 +508,21 @@ class ShippedPriorsDirective(SphinxDirective):
     """``shipped-priors``: one row per weights manifest in ``skdiff/weights``."""
 
     def run(self):
-        rows = []
+        rows, commands = [], nodes.bullet_list()
         for manifest in sorted(WEIGHTS.glob("*.json")):
             self.env.note_dependency(str(manifest))
             m = json.loads(manifest.read_text())
-            rows.append([f"{m['name']}_d{m['n_dims']}.pt", m["name"], str(m["n_dims"]),
+            file = f"{m['name']}_d{m['n_dims']}.pt"
+            rows.append([file, m["name"], str(m["n_dims"]),
                          f"{m['steps']:,}" + ("" if m.get("complete") else " (stopped early)"),
                          f"{m['final_loss']:.3f}", f"{m['bytes'] / 1e6:.2f} MB",
-                         m["sha256"][:12], m.get("command", "not recorded")])
+                         m["sha256"][:12]])
+            # a literal keeps the command's double dashes (plain text would get en dashes)
+            commands += nodes.list_item("", nodes.paragraph(
+                "", f"{file}: ", nodes.literal(text=m.get("command", "not recorded"))))
         return [_table(["file", "prior", "D", "training steps", "final loss", "size",
-                        "sha256", "command"], rows)]
+                        "sha256"], rows),
+                nodes.paragraph(text="The commands that trained them:"), commands]
 
 
 def setup(app):

@@ -553,7 +553,9 @@ class DIFFormerClassifier(ClassifierTask, _DIFFormerBase):
         from the network's class probabilities, labelled rows clamped). It changes
         ``transduction_`` and, in graph mode, the predictions on the fitted graph's nodes
         (including :meth:`sample_posterior`); predictions on new rows or another graph are
-        the network's alone, since no labels are known there. ``"auto"``: on when labels
+        the network's alone, since no labels are known there. The rows of
+        ``fit(..., validation_mask=...)`` are not propagated (they serve early stopping
+        only). ``"auto"``: on when labels
         spread along the graph predict held-out labelled nodes (a 5-fold check over the
         labelled nodes) better than the most frequent class does, i.e. when the graph is
         homophilous; off on heterophilous graphs. ``True``: always with a graph. ``False``:
@@ -651,7 +653,11 @@ class DIFFormerClassifier(ClassifierTask, _DIFFormerBase):
         if not (auto or self.label_propagation) or not inputs.has_graph:
             return outputs
         ids = np.arange(inputs.n) if inputs.ids is None else inputs.ids
-        smoother = LabelSmoother(inputs.adjacency, ids[data.rows], data.targets[data.rows],
+        # the rows of a validation_mask serve early stopping only: they are not seeds, so
+        # their predictions (and a score on them) stay honest
+        seeds = data.rows if data.valid_rows is None else np.setdiff1d(data.rows,
+                                                                        data.valid_rows)
+        smoother = LabelSmoother(inputs.adjacency, ids[seeds], data.targets[seeds],
                                  self.classes_.size, self.propagation_alpha)
         if auto:
             helps, accuracy, majority = smoother.graph_predicts_labels(

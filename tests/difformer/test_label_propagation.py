@@ -143,3 +143,18 @@ def test_network_weight_follows_the_networks_quality():
         smoother.beta = 1.0
         full = np.mean(smoother.smooth(proba).argmax(1)[unlabelled] == y[unlabelled])
         assert chosen >= full
+
+
+def test_validation_rows_are_not_seeds(homophilous):
+    """Rows of a validation_mask serve early stopping only: the propagation does not clamp
+    them to their labels, so a score on them measures the model."""
+    X, y, A, _ = homophilous
+    y_fit = make_label_mask(y, 30, random_state=0)
+    labelled = np.flatnonzero(y_fit != -1)
+    valid = np.zeros(len(y), dtype=bool)
+    valid[labelled[::2]] = True
+    wrong = y_fit.copy()
+    wrong[valid] = (y[valid] + 1) % 3  # wrong validation labels must not reach the answer
+    clf = DIFFormerClassifier(**FAST).fit(X, wrong, adjacency=A, validation_mask=valid)
+    assert clf.label_propagation_
+    assert np.mean(clf.transduction_[valid] == y[valid]) > 0.9
