@@ -7,6 +7,7 @@ the docs build.
 """
 
 import datetime
+import importlib.util
 import json
 import sys
 from pathlib import Path
@@ -14,10 +15,20 @@ from pathlib import Path
 import pytest
 
 ROOT = Path(__file__).resolve().parents[1]
-sys.path[:0] = [str(ROOT / "benchmarks"), str(ROOT / "docs" / "_ext")]
 
-_results = pytest.importorskip("_results")
-skdiff_benchmarks = pytest.importorskip("skdiff_benchmarks")  # needs sphinx and docutils
+
+def _load(path):
+    """A module from a file outside the package, without touching ``sys.path``."""
+    name = f"_skdiff_test_{path.stem}"  # registered: dataclasses look their module up
+    spec = importlib.util.spec_from_file_location(name, path)
+    module = sys.modules[name] = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+pytest.importorskip("sphinx")  # the docs extension needs sphinx and docutils
+_results = _load(ROOT / "benchmarks" / "_results.py")
+skdiff_benchmarks = _load(ROOT / "docs" / "_ext" / "skdiff_benchmarks.py")
 
 PRESENT = sorted(k for k, c in skdiff_benchmarks.CLAIMS.items()
                  if (skdiff_benchmarks.RESULTS / c.file).is_file())
