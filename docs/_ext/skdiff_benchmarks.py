@@ -280,7 +280,10 @@ CLAIMS = {
     "flow_attention_cpu": Claim(
         "Flow-Attention against softmax attention, CPU", "Forward + backward time and peak "
         "memory of Flow-Attention against PyTorch's fused softmax attention (SDPA), batch 8, "
-        "8 heads, head dimension 32.", "flow_attention_speed_cpu.json",
+        "8 heads, head dimension 32; the best of 3 runs after a warm-up (softmax attention "
+        "from 16K on the CPU: one run). Memory: peak resident set of a process that runs the "
+        "one configuration, in brackets the part above a process that only allocates the "
+        "inputs.", "flow_attention_speed_cpu.json",
         "python benchmarks/flow_attention_speed.py --threads 1 "
         "--json benchmarks/results/flow_attention_speed_cpu.json",
         "linear in L; the paper's speed-ups are measured on GPUs.",
