@@ -82,3 +82,14 @@ def test_cora_table_puts_the_paper_beside_each_difformer_row():
                        "12.0"]
     assert rows[1] == ["public Planetoid", "LabelSpreading (alpha=0.9 on validation)", "71.3",
                        "–", "0.5"]
+
+
+def test_hardware_line_says_when_the_machine_was_loaded():
+    env = {"device_name": "CPU X, 2 cores", "torch": "2.0", "threads": 1, "cpu_count": 2}
+    render = skdiff_benchmarks._environment
+    assert render({"environment": {**env, "loadavg": 0.3}}) == \
+        "CPU X, 2 cores, torch 2.0, 1 thread(s), load average 0.3 at the start"
+    assert render({"environment": {**env, "loadavg": 8.1}}).endswith(
+        "load average 8.1 at the start; other jobs shared the CPU: timings are indicative")
+    assert render({"environment": {**env, "loadavg": 8.1, "note": "shared"}}).endswith(
+        "at the start; shared")

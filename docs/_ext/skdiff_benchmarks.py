@@ -389,10 +389,15 @@ def _environment(doc):
             parts.append(f"torch {env['torch']}")
         if env.get("threads") is not None:
             parts.append(f"{env['threads']} thread(s)")
-        if env.get("loadavg") is not None:
-            parts.append(f"load average {env['loadavg']} at the start")
+        load, cores = env.get("loadavg"), env.get("cpu_count")
+        if load is not None:
+            parts.append(f"load average {load} at the start")
         text = ", ".join(str(p) for p in parts if p)
-        return f"{text}; {env['note']}" if env.get("note") else text
+        if env.get("note"):
+            return f"{text}; {env['note']}"
+        if load is not None and cores and load >= cores:  # a file that carries no note
+            return f"{text}; other jobs shared the CPU: timings are indicative"
+        return text
     if isinstance(env, str):
         return env
     if doc.get("threads") is not None:
