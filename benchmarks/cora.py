@@ -18,9 +18,13 @@ code's ``NormalizeFeatures``. LabelSpreading uses the Cora adjacency as its kern
 chosen on the validation nodes.
 
 Run: ``python benchmarks/cora.py [--seeds 5] [--data-home DIR] [--models s,a]
-[--splits public,official,numpy] [--set max_epochs=1000 ...] [--device cuda]``
-(``--models s0`` = the estimator's defaults; ``--set`` overrides recipe parameters of every
-model, values read as Python literals).
+[--splits public,official,numpy] [--set max_epochs=1000 ...] [--device cuda] [--threads 1]
+[--json benchmarks/results/cora.json]``
+(``--models s0`` = the estimator's defaults; ``--models s,a:1`` runs ``a`` on one seed
+whatever ``--seeds``; ``--set`` overrides recipe parameters of every
+model, values read as Python literals). The JSON holds one row per (split, model):
+``{model, split, accuracy: [per seed], seconds}``, ``split`` one of ``public``, ``official``,
+``numpy``; LabelSpreading's row has one accuracy and its ``alpha``.
 """
 
 from __future__ import annotations
@@ -28,10 +32,10 @@ from __future__ import annotations
 import argparse
 import ast
 import time
-from pathlib import Path
 
 import numpy as np
 import torch
+from _results import header, write_json
 from sklearn.preprocessing import normalize
 from sklearn.semi_supervised import LabelSpreading
 
@@ -41,7 +45,7 @@ from skdiff.datasets import load_planetoid, random_split_per_class
 # The recommended Cora recipe: the official one (run.sh: 8 layers, hidden 64, lr 1e-3, weight
 # decay 0.01, dropout 0.2, 500 full-batch epochs, value projection off, graph on) with the
 # official protocol: every epoch evaluated, the best-validation-accuracy epoch kept, no early
-# stop (patience = max_epochs). See docs/benchmarks_difformer.md.
+# stop (patience = max_epochs). See docs/benchmarks/difformer.md.
 CORA_RECIPE = dict(n_layers=8, hidden_dim=64, lr=1e-3, weight_decay=0.01, dropout=0.2,
                    max_epochs=500, n_iter_no_change=500)
 A_RECIPE = dict(kernel="advanced", n_layers=8, hidden_dim=64, lr=1e-3, weight_decay=0.1,
@@ -126,15 +130,25 @@ def label_spreading(A, y, split):
 def main():
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--seeds", type=int, default=5)
-    parser.add_argument("--data-home", default=str(Path(__file__).parents[1].parent / "shared"
-                                                   / "data"))
-    parser.add_argument("--models", default="s,a")
+    parser.add_argument("--data-home", default=None,
+                        help="folder with planetoid/ (default: $SKDIFF_DATA or ~/skdiff_data)")
+    parser.add_argument("--models", default="s,a",
+                        help="comma-separated model keys, each with an optional ':SEEDS' "
+                             "(its own number of seeds), e.g. s,a:1")
     parser.add_argument("--splits", default="public,official",
                         help="comma-separated: public, official, numpy")
     parser.add_argument("--set", nargs="*", default=[], metavar="KEY=VALUE",
                         help="override a recipe parameter of every model, e.g. max_epochs=1000")
     parser.add_argument("--device", default="cpu", help="cpu, cuda, auto")
+    parser.add_argument("--threads", type=int, default=None,
+                        help="torch threads (default: torch's own choice)")
+    parser.add_argument("--note", default=None,
+                        help="a caveat stored with the results, e.g. that the machine is shared")
+    parser.add_argument("--json", default=None, help="write the rows to this JSON file")
     args = parser.parse_args()
+    if args.threads is not None:
+        torch.set_num_threads(args.threads)
+    doc = header("cora.py", torch.get_num_threads(), args.device, args.note)
     overrides = {}
     for item in args.set:
         key, sep, value = item.partition("=")
@@ -149,27 +163,49 @@ def main():
     if "public" in args.splits:
         splits["public"] = (cora.train_idx, cora.val_idx, cora.test_idx)
     if "official" in args.splits:
-        splits["20/class official"] = official_split(y)
+        splits["official"] = official_split(y)
     if "numpy" in args.splits:
-        splits["20/class numpy 123"] = random_split_per_class(y, 20, n_val=500, n_test=1000,
-                                                              random_state=123)
-    seeds = list(range(args.seeds))
+        splits["numpy"] = random_split_per_class(y, 20, n_val=500, n_test=1000,
+                                                 random_state=123)
+    rows = []
+    models = []
+    for item in args.models.split(","):
+        key, sep, n_seeds = item.partition(":")
+        if key not in MODELS:
+            parser.error(f"--models: unknown model {key!r}; known: {', '.join(MODELS)}")
+        models.append((key, list(range(int(n_seeds) if sep else args.seeds))))
     if overrides:
         print(f"recipe overrides: {overrides}")
     print(f"{'split':<20} {'model':<22} {'test acc (%)':>16} {'paper':>6} {'s/run':>6}")
     for split_name, split in splits.items():
-        for key in args.models.split(","):
-            name, params = MODELS[key]
-            accs, secs = difformer_runs(g, y, split, {**params, **overrides}, seeds,
-                                        args.device)
-            print(f"{split_name:<20} {name:<22} {100 * accs.mean():>9.1f} ± "
-                  f"{100 * accs.std():>4.1f} {PAPER[name]:>6} {secs:>6.0f}   "
-                  f"runs: {np.round(100 * accs, 1).tolist()}",
-                  flush=True)
+        t = time.perf_counter()
         acc, alpha = label_spreading(cora.adjacency, y, split)
+        rows.append({"model": "LabelSpreading", "split": split_name, "accuracy": [float(acc)],
+                     "seconds": (time.perf_counter() - t) / 5, "alpha": alpha})
         print(f"{split_name:<20} {'LabelSpreading a=' + str(alpha):<22} {100 * acc:>9.1f}"
               f"{'':>7} {'':>6}", flush=True)
+        for key, seeds in models:
+            name, params = MODELS[key]
+            row = {"model": name, "split": split_name, "accuracy": [], "seconds": None,
+                   "params": {**params, **overrides}}
+            rows.append(row)
+            secs = []
+            for seed in seeds:  # the results file is rewritten after every run
+                acc, sec = difformer_runs(g, y, split, row["params"], [seed], args.device)
+                row["accuracy"].append(float(acc[0]))
+                secs.append(sec)
+                row["seconds"] = float(np.mean(secs))
+                if args.json:
+                    write_json(args.json, {**doc, "rows": rows})
+            accs = np.array(row["accuracy"])
+            print(f"{split_name:<20} {name:<22} {100 * accs.mean():>9.1f} ± "
+                  f"{100 * accs.std():>4.1f} {PAPER[name]:>6} {row['seconds']:>6.0f}   "
+                  f"runs: {np.round(100 * accs, 1).tolist()}",
+                  flush=True)
     print("GCN (paper's table, 20/class): 81.5")
+    if args.json:
+        write_json(args.json, {**doc, "rows": rows}, complete=True)
+        print(f"rows written to {args.json}")
 
 
 if __name__ == "__main__":

@@ -19,12 +19,12 @@ Run (a few minutes on 2 CPU cores)::
 from __future__ import annotations
 
 import argparse
-import json
 import time
 
 import numpy as np
 import scipy.sparse as sp
 import torch
+from _results import header, write_json
 from sklearn.linear_model import RidgeCV
 from sklearn.metrics import r2_score
 
@@ -66,9 +66,12 @@ def main(argv=None):
     p.add_argument("--labelled", type=float, nargs="+", default=[0.05, 0.2])
     p.add_argument("--seeds", type=int, default=3)
     p.add_argument("--threads", type=int, default=1)
+    p.add_argument("--note", default=None,
+                   help="a caveat stored with the results, e.g. that the machine is shared")
     p.add_argument("--json", default=None)
     args = p.parse_args(argv)
     torch.set_num_threads(args.threads)
+    doc = header("difformer_regression.py", args.threads, note=args.note, argv=argv)
     rows = []
     print(f"{'n':>6s} {'labelled':>8s} {'method':>11s} {'R2 (mean ± sd)':>16s} {'seconds':>8s}")
     for n in args.sizes:
@@ -83,10 +86,7 @@ def main(argv=None):
                 print(f"{n:6d} {frac:8.2f} {method:>11s} {r2.mean():8.3f} ± {r2.std():.3f} "
                       f"{sec:8.1f}", flush=True)
     if args.json:
-        with open(args.json, "w") as f:
-            json.dump({"command": "python benchmarks/difformer_regression.py "
-                       + " ".join(argv or []), "threads": args.threads, "rows": rows}, f,
-                      indent=1)
+        write_json(args.json, {**doc, "rows": rows}, complete=True)
 
 
 if __name__ == "__main__":

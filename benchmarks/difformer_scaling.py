@@ -17,7 +17,10 @@ after large frees, so later tensors come from a heap that is not returned);
 ``--fixed-mmap-threshold`` runs the children with ``MALLOC_MMAP_THRESHOLD_=1MiB`` so the peak
 tracks the live tensors.
 
-Run: ``python benchmarks/difformer_scaling.py [--threads 1] [--fixed-mmap-threshold]``
+Run: ``python benchmarks/difformer_scaling.py [--threads 1] [--fixed-mmap-threshold]
+[--json benchmarks/results/difformer_scaling.json]``; the JSON holds one row per training
+configuration, ``{n, graph, ckpt, step_s, setup_mb, peak_mb}``, and ``inductive``:
+``{n_train, n_new, predict_s, setup_mb, peak_mb}``.
 """
 
 from __future__ import annotations
@@ -31,6 +34,7 @@ import sys
 import time
 
 import numpy as np
+from _results import header, write_json
 
 
 def _rss_mb():
@@ -104,6 +108,9 @@ def main():
     parser.add_argument("--fixed-mmap-threshold", action="store_true",
                         help="run the children with MALLOC_MMAP_THRESHOLD_=1MiB: glibc then "
                              "returns freed tensors to the OS, so peak RSS tracks live memory")
+    parser.add_argument("--note", default=None,
+                        help="a caveat stored with the results, e.g. that the machine is shared")
+    parser.add_argument("--json", default=None, help="write the rows to this JSON file")
     parser.add_argument("--one", help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.one:  # child process: one configuration, JSON on stdout
@@ -116,6 +123,8 @@ def main():
         print(json.dumps(res))
         return
 
+    doc = {**header("difformer_scaling.py", args.threads, note=args.note), "rows": []}
+    doc["environment"]["fixed_mmap_threshold"] = args.fixed_mmap_threshold
     env = dict(os.environ)
     if args.fixed_mmap_threshold:
         env["MALLOC_MMAP_THRESHOLD_"] = str(1 << 20)
@@ -135,6 +144,9 @@ def main():
         for n, ckpt in ((10_000, False), (100_000, False), (100_000, True)):
             r = child(f"train,{n},{int(graph)},{int(ckpt)}")
             res[n, graph, ckpt] = r
+            doc["rows"].append(r)
+            if args.json:  # rewritten after every configuration
+                write_json(args.json, doc)
             print(f"{n:>8} {str(graph):>6} {str(ckpt):>5} {r['step_s']:>9.3f} "
                   f"{r['setup_mb']:>15.0f} {r['peak_mb']:>14.0f}", flush=True)
     for graph in (False, True):
@@ -143,6 +155,10 @@ def main():
     r = child("inductive,10000,100000")
     print(f"inductive predict_proba of {r['n_new']} rows against {r['n_train']} training rows: "
           f"{r['predict_s']:.2f} s, peak RSS {r['peak_mb']:.0f} MB")
+    doc["inductive"] = r
+    if args.json:
+        write_json(args.json, doc, complete=True)
+        print(f"rows written to {args.json}")
 
 
 if __name__ == "__main__":

@@ -12,7 +12,11 @@ for Flowformer also the coverage of the central 90 % predictive interval on the 
 Neural models and ridge see every ``--train-stride``-th training window (default 1: all of
 them); validation and test use every window. Neural models run once per ``--seeds`` entry;
 the table reports mean +- standard deviation over the seeds. Run (one torch thread):
-    OMP_NUM_THREADS=1 python benchmarks/ett_forecast.py --data-home DIR --threads 1
+    OMP_NUM_THREADS=1 python benchmarks/ett_forecast.py --data-home DIR --threads 1 \
+        --json benchmarks/results/ett_forecast.json
+The JSON holds one row per (setting, horizon, model, seed): ``mse``, ``mae``, ``val_mse``,
+``coverage90`` (Flowformer), ``ot_mse`` (M setting), ``seconds``; it is rewritten after every
+row.
 """
 
 from __future__ import annotations
@@ -23,6 +27,7 @@ import time
 
 import numpy as np
 import torch
+from _results import header, write_json
 from sklearn.linear_model import Ridge
 
 from skdiff import FlowformerRegressor
@@ -116,8 +121,14 @@ def main():
     p.add_argument("--patience", type=int, default=3)
     p.add_argument("--seeds", type=int, nargs="+", default=[0, 1, 2])
     p.add_argument("--threads", type=int, default=2)
+    p.add_argument("--note", default=None,
+                   help="a caveat stored with the results, e.g. that the machine is shared")
+    p.add_argument("--json", default=None, help="write the rows to this JSON file")
     args = p.parse_args()
     torch.set_num_threads(args.threads)
+    doc = header("ett_forecast.py", args.threads, note=args.note)
+    # the recipe, without the data folder (a machine path) and the output options
+    recipe = {k: v for k, v in vars(args).items() if k not in ("data_home", "note", "json")}
 
     ett = load_ett("ETTh1", data_home=args.data_home)
     tr, va, te = ett.train_index, ett.val_index, ett.test_index
@@ -180,6 +191,8 @@ def main():
                        "seconds": round(time.perf_counter() - t0, 1)}
                 results.append(res)
                 print(json.dumps(res), flush=True)
+                if args.json:
+                    write_json(args.json, {**doc, "args": recipe, "rows": results})
     print(f"\n| setting | horizon | model | test MSE | test MAE | validation MSE | 90% coverage "
           f"| OT test MSE | fit s | seeds |   (mean +- std over {args.seeds} for the neural "
           f"models; OT test MSE: the target channel alone, M setting)")
@@ -199,6 +212,9 @@ def main():
               f"{stat(rows, 'mae', '.4f')} | {stat(rows, 'val_mse', '.4f')} | "
               f"{stat(rows, 'coverage90', '.3f')} | {stat(rows, 'ot_mse', '.4f')} | "
               f"{stat(rows, 'fit_s', '.0f')} | {len(rows)} |")
+    if args.json:
+        write_json(args.json, {**doc, "args": recipe, "rows": results}, complete=True)
+        print(f"rows written to {args.json}")
 
 
 if __name__ == "__main__":

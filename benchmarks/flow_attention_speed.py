@@ -15,21 +15,25 @@ in a fresh subprocess whose peak resident memory (``ru_maxrss``) is its own; "ex
 the peak of a subprocess that only imports torch and allocates the inputs.
 
 Run:
-    python benchmarks/flow_attention_speed.py --threads 1 --json flow_cpu.json
+    python benchmarks/flow_attention_speed.py --threads 1 \\
+        --json benchmarks/results/flow_attention_speed_cpu.json
     python benchmarks/flow_attention_speed.py --device cuda --dtypes float32 bfloat16 \\
-        --json flow_cuda.json
+        --json benchmarks/results/flow_attention_speed_cuda.json
+The JSON holds ``command``, ``date``, ``environment`` and one row per (L, dtype, causal,
+method): the configuration, ``seconds`` (best rep), ``times``, ``peak_mb`` and, on the CPU,
+``extra_mb``.
 """
 
 from __future__ import annotations
 
 import argparse
 import json
-import platform
 import subprocess
 import sys
 import time
 from pathlib import Path
 
+import _results
 import torch
 
 DTYPES = {"float32": torch.float32, "bfloat16": torch.bfloat16}
@@ -157,11 +161,9 @@ def table(rows):
     return "\n".join(lines)
 
 
-def environment(device, threads):
-    name = torch.cuda.get_device_name(device) if torch.device(device).type == "cuda" \
-        else platform.processor() or platform.machine()
-    return {"device": device, "device_name": name, "torch": torch.__version__,
-            "threads": threads, "python": platform.python_version()}
+def environment(device, threads, note=None):
+    """The ``environment`` field of the results file (see ``_results.environment``)."""
+    return _results.environment(threads, device, note)
 
 
 def main(argv=None):
@@ -179,22 +181,24 @@ def main(argv=None):
                    help="Flow-Attention chunk_size (default: the device's default)")
     p.add_argument("--softmax-max-length", type=int, default=None,
                    help="skip softmax attention above this length")
+    p.add_argument("--note", default=None,
+                   help="a caveat stored with the results, e.g. that the machine is shared")
     p.add_argument("--json", help="write the rows and the environment to this JSON file")
     args = p.parse_args(argv)
     if torch.device(args.device).type == "cuda" and not torch.cuda.is_available():
         p.error(f"--device {args.device}: CUDA is not available here.")
     torch.set_num_threads(args.threads)
+    doc = _results.header("flow_attention_speed.py", args.threads, args.device, args.note, argv)
     rows = compare(args.lengths, device=args.device, dtypes=args.dtypes,
                    causal=(True,) if args.causal_only else (False, True), batch=args.batch,
                    heads=args.heads, dim=args.dim, reps=args.reps, threads=args.threads,
                    chunk_size=args.chunk_size, softmax_max_length=args.softmax_max_length)
-    env = environment(args.device, args.threads)
+    env = doc["environment"]
     print(f"\nB{args.batch} H{args.heads} d{args.dim}, forward+backward, {env['device_name']}, "
           f"torch {env['torch']}, {args.threads} thread(s)")
     print(table(rows))
     if args.json:
-        with open(args.json, "w") as f:
-            json.dump({"environment": env, "rows": rows}, f, indent=1)
+        _results.write_json(args.json, {**doc, "rows": rows}, complete=True)
         print(f"rows written to {args.json}")
 
 

@@ -12,8 +12,9 @@ rebuilding the site updates the page. The files are build dependencies: an incre
 build picks up a new result.
 
 Every JSON may carry, at its top level, ``command`` (the command line that wrote it),
-``date`` (ISO 8601) and ``environment`` (a dict: ``device_name``, ``torch``, ``threads``,
-...); a field that is absent renders as "not recorded". The rows each claim reads are
+``date`` (ISO 8601), ``environment`` (a dict: ``device_name``, ``torch``, ``threads``,
+``note``, ...) and ``complete`` (false: the command was stopped before its end, and the table
+says so); a field that is absent renders as "not recorded". The rows each claim reads are
 described in its ``Claim.schema``; ``python docs/_ext/skdiff_benchmarks.py`` lists them.
 
 The ``shipped-priors`` directive renders the manifests of the NDP priors that ship in
@@ -52,6 +53,7 @@ class Claim:
     table: Callable[[dict], tuple[list[str], list[list[str]]]]
     #: optional: a figure of the same JSON, rendered under the table
     figure: Callable[[dict], nodes.Node] | None = None
+    requires: str = ""  # what the command needs beyond the repository, e.g. a CUDA GPU
 
 
 # -- number formatting ---------------------------------------------------------------------
@@ -81,12 +83,21 @@ def _secs(x):
 CORA_PAPER = {"DIFFormer-s": "85.9 ± 0.4", "DIFFormer-a": "84.1 ± 0.6"}
 
 
+CORA_SPLITS = {"public": "public Planetoid", "official": "20/class, official draw",
+               "numpy": "20/class, numpy draw"}
+
+
 def _cora(doc):
+    # every split is one draw of the paper's protocol (20 labels per class, 500 validation
+    # and 1000 test nodes), so the paper's figure stands beside each DIFFormer row
     rows = []
     for r in doc["rows"]:
         family = next((k for k in CORA_PAPER if r["model"].startswith(k)), None)
-        paper = CORA_PAPER.get(family, "–") if r["split"] == "official" else "–"
-        rows.append([r["split"], r["model"], _mean_sd(r["accuracy"], ".1f", 100), paper,
+        model = r["model"]
+        if "alpha" in r:
+            model += f" (alpha={r['alpha']} on validation)"
+        rows.append([CORA_SPLITS.get(r["split"], r["split"]), model,
+                     _mean_sd(r["accuracy"], ".1f", 100), CORA_PAPER.get(family, "–"),
                      _secs(r.get("seconds"))])
     return ["split", "model", "test accuracy (%)", "paper (%)", "s per fit"], rows
 
@@ -107,17 +118,37 @@ def _difformer_regression(doc):
 
 
 def _difformer_scaling(doc):
-    rows = [[f"{r['n']:,}", "yes" if r["graph"] else "no", "yes" if r["ckpt"] else "no",
-             _s(r["step_s"], ".3f"), _s(r["peak_mb"], ".0f")] for r in doc["rows"]]
+    # time relative to the smallest size with the same graph setting, beside the row ratio:
+    # linear scaling shows as equal numbers
+    smallest = {}
+    for r in doc["rows"]:
+        if not r["ckpt"] and r["n"] < smallest.get(r["graph"], (np.inf,))[0]:
+            smallest[r["graph"]] = (r["n"], r["step_s"])
+    rows = []
+    for r in doc["rows"]:
+        n0, t0 = smallest.get(r["graph"], (None, None))
+        ratio = f"{r['step_s'] / t0:.1f}x time for {r['n'] / n0:.0f}x rows" \
+            if n0 and r["n"] != n0 else "–"
+        rows.append([f"{r['n']:,}", "yes" if r["graph"] else "no", "yes" if r["ckpt"] else "no",
+                     _s(r["step_s"], ".3f"), ratio, _s(r["peak_mb"], ".0f")])
     inductive = doc.get("inductive")
     if inductive:
         rows.append([f"predict {inductive['n_new']:,} new rows against {inductive['n_train']:,}",
-                     "no", "no", _s(inductive["predict_s"], ".3f"),
+                     "no", "no", _s(inductive["predict_s"], ".3f"), "–",
                      _s(inductive["peak_mb"], ".0f")])
-    return ["rows", "graph", "checkpointing", "step s", "peak RSS (MB)"], rows
+    return ["rows", "graph", "checkpointing", "step s", "against the smallest",
+            "peak RSS (MB)"], rows
 
 
 # -- Flowformer ------------------------------------------------------------------------------
+def _mem(r):
+    """Peak MB, with the part above the inputs' own peak in brackets where measured (CPU)."""
+    if r is None or r.get("peak_mb") is None:
+        return "–"
+    extra = r.get("extra_mb")
+    return f"{r['peak_mb']:,.0f}" + ("" if extra is None else f" ({extra:,.0f})")
+
+
 def _flow_speed(doc):
     keyed = {(r["L"], r["causal"], r["dtype"], r["method"]): r for r in doc["rows"]}
     rows = []
@@ -127,10 +158,9 @@ def _flow_speed(doc):
         s = keyed.get((L, causal, dtype, "sdpa"))
         rows.append([f"{L:,}", "causal" if causal else "normal", dtype,
                      _s(f["seconds"], ".4f"), _s(s["seconds"], ".4f") if s else "–",
-                     f"{s['seconds'] / f['seconds']:.1f}x" if s else "–",
-                     _s(f.get("peak_mb"), ".0f"), _s(s.get("peak_mb"), ".0f") if s else "–"])
+                     f"{s['seconds'] / f['seconds']:.1f}x" if s else "–", _mem(f), _mem(s)])
     return ["L", "attention", "dtype", "Flow-Attention s", "softmax (SDPA) s", "speed-up",
-            "Flow peak MB", "SDPA peak MB"], rows
+            "Flow peak MB (above inputs)", "SDPA peak MB (above inputs)"], rows
 
 
 ETT_NAMES = {"last": "last value", "ridge": "ridge on the window", "ridge_all": "ridge",
@@ -274,9 +304,12 @@ def _bayes_opt_figure(doc):
 
 CLAIMS = {
     "cora": Claim(
-        "Cora node classification", "Test accuracy on Cora at the best-validation epoch, "
-        "DIFFormer against LabelSpreading on the same graph; the paper's protocol (20 labels "
-        "per class, the official draw) and the public Planetoid split.",
+        "Cora node classification", "Test accuracy on Cora at the best-validation epoch of "
+        "the official recipe (8 layers, hidden 64, 500 full-batch epochs), DIFFormer against "
+        "LabelSpreading on the same graph. Every split is a draw of the paper's protocol (20 "
+        "labels per class, 500 validation and 1000 test nodes): the public Planetoid split, "
+        "the official script's draw (seed 123) or a numpy draw; the paper's figures are on "
+        "its own draw.",
         "cora.json", "python benchmarks/cora.py --json benchmarks/results/cora.json",
         "DIFFormer-s 85.9 ± 0.4, DIFFormer-a 84.1 ± 0.6, GCN 81.5 (20 labels per class).",
         "rows: [{model, split: 'public'|'official'|'numpy', accuracy: [per seed], seconds}]",
@@ -307,7 +340,10 @@ CLAIMS = {
     "flow_attention_cpu": Claim(
         "Flow-Attention against softmax attention, CPU", "Forward + backward time and peak "
         "memory of Flow-Attention against PyTorch's fused softmax attention (SDPA), batch 8, "
-        "8 heads, head dimension 32.", "flow_attention_speed_cpu.json",
+        "8 heads, head dimension 32; the best of 3 runs after a warm-up (softmax attention "
+        "from 16K on the CPU: one run). Memory: peak resident set of a process that runs the "
+        "one configuration, in brackets the part above a process that only allocates the "
+        "inputs.", "flow_attention_speed_cpu.json",
         "python benchmarks/flow_attention_speed.py --threads 1 "
         "--json benchmarks/results/flow_attention_speed_cpu.json",
         "linear in L; the paper's speed-ups are measured on GPUs.",
@@ -318,11 +354,13 @@ CLAIMS = {
         "float32 and bfloat16.", "flow_attention_speed_cuda.json",
         "python benchmarks/flow_attention_speed.py --device cuda --dtypes float32 bfloat16 "
         "--json benchmarks/results/flow_attention_speed_cuda.json",
-        "linear in L (Sec. 4.4 of the paper).", "as the CPU file", _flow_speed),
+        "linear in L (Sec. 4.4 of the paper).", "as the CPU file", _flow_speed,
+        requires="a machine with a CUDA GPU"),
     "ett_S": Claim(
         "ETTh1, oil temperature alone", "Test MSE (standardised units) of forecasts of the "
         "oil temperature from its last 96 hours, 12/4/4-month split, every training window, "
-        "early stopping on the validation months.", "ett_forecast.json",
+        "early stopping on the validation months; the neural models with the script's recipe "
+        "(hidden 32, 2 layers, 4 heads, at most 6 epochs).", "ett_forecast.json",
         "python benchmarks/ett_forecast.py --settings S M "
         "--json benchmarks/results/ett_forecast.json",
         "the Flowformer paper reports no ETTh1 forecasts.",
@@ -435,9 +473,15 @@ def _environment(doc):
             parts.append(f"torch {env['torch']}")
         if env.get("threads") is not None:
             parts.append(f"{env['threads']} thread(s)")
+        load, cores = env.get("loadavg"), env.get("cpu_count")
+        if load is not None:
+            parts.append(f"load average {load} at the start")
+        text = ", ".join(str(p) for p in parts if p)
         if env.get("note"):
-            parts.append(env["note"])
-        return ", ".join(str(p) for p in parts if p)
+            return f"{text}; {env['note']}"
+        if load is not None and cores and load >= cores:  # a file that carries no note
+            return f"{text}; other jobs shared the CPU: timings are indicative"
+        return text
     if isinstance(env, str):
         return env
     if doc.get("threads") is not None:
@@ -484,12 +528,7 @@ class BenchmarkDirective(SphinxDirective):
         doc = json.loads(path.read_text()) if path.is_file() else None
         section += _facts(claim, doc)
         if doc is None:
-            note = nodes.admonition(classes=["note"])
-            note += nodes.title(text="Not yet measured")
-            note += nodes.paragraph(text=f"benchmarks/results/{claim.file} does not exist "
-                                    "yet; this table appears when the command above has "
-                                    "written it.")
-            section += note
+            section += _not_measured(claim, "does not exist yet")
             return [section]
         try:
             header, rows = claim.table(doc)
@@ -498,10 +537,32 @@ class BenchmarkDirective(SphinxDirective):
                            f"{key!r} reads ({type(exc).__name__}: {exc}); expected "
                            f"{claim.schema}", location=self.get_location())
             return [section]
+        if not rows:  # a file shared by several claims may hold rows for some of them only
+            section += _not_measured(claim, "holds no rows for this table")
+            return [section]
+        if doc.get("complete") is False:
+            note = nodes.admonition(classes=["warning"])
+            note += nodes.title(text="Partial run")
+            note += nodes.paragraph(text="The command was stopped before its end; the table "
+                                    "holds the results it had written by then.")
+            section += note
         section += _table(header, rows)
         if claim.figure is not None:
             section += claim.figure(doc)
         return [section]
+
+
+def _not_measured(claim, why):
+    """The "Not yet measured" note: the file, why, and how to write it."""
+    note = nodes.admonition(classes=["note"])
+    note += nodes.title(text="Not yet measured")
+    where = f" on {claim.requires}" if claim.requires else ""
+    note += nodes.paragraph("", "", nodes.Text(f"benchmarks/results/{claim.file} {why}; "
+                                               f"this table appears when "),
+                            nodes.literal(text=claim.command),
+                            nodes.Text(f" has been run{where} from the repository root and "
+                                       "the site rebuilt."))
+    return note
 
 
 class ShippedPriorsDirective(SphinxDirective):

@@ -1,0 +1,142 @@
+"""The header every benchmark results file carries, and how the file is written.
+
+The docs' ``benchmark`` directive (``docs/_ext/skdiff_benchmarks.py``) renders, beside each
+table, three top-level fields of the results file: ``command`` (the command line that wrote
+it), ``date`` (ISO 8601, UTC) and ``environment`` (``device_name``, ``torch``, ``threads``,
+...), and ``complete``: false while the script still runs (it rewrites its file after every
+result, so a stopped run leaves what it measured), true once it has finished.
+:func:`header` builds them; :func:`write_json` writes a results file atomically so that
+an interrupted run never leaves half a file for the docs build to read.
+"""
+
+from __future__ import annotations
+
+import datetime
+import json
+import os
+import platform
+import shlex
+import sys
+from pathlib import Path
+
+import torch
+
+#: The placeholder recorded instead of a ``--data-home`` value (a machine path).
+DATA_HOME = "$SKDIFF_DATA"
+
+
+def command(script, argv=None):
+    """The command line ``python benchmarks/<script> ...``, without machine paths.
+
+    A ``--data-home`` value is recorded as ``$SKDIFF_DATA``, the environment variable the
+    library's loaders read when no folder is passed.
+
+    Parameters
+    ----------
+    script : str
+        The script's file name, e.g. ``"cora.py"``.
+    argv : list of str, default=None
+        The arguments; ``None``: ``sys.argv[1:]``.
+
+    Returns
+    -------
+    str
+        The command line, shell-quoted.
+    """
+    argv = sys.argv[1:] if argv is None else list(argv)
+    out, data_home_next = [], False
+    for a in argv:
+        if data_home_next:
+            a, data_home_next = DATA_HOME, False
+        elif a == "--data-home":
+            data_home_next = True
+        elif a.startswith("--data-home="):
+            a = f"--data-home={DATA_HOME}"
+        out.append(a)
+    # shlex.join would quote the placeholder; it is left bare so that a shell expands it
+    quoted = [a if a.endswith(DATA_HOME) else shlex.quote(a) for a in out]
+    return " ".join(["python", f"benchmarks/{script}", *quoted])
+
+
+def _cpu_name():
+    """The CPU's model name (``/proc/cpuinfo`` on Linux), else the architecture."""
+    try:
+        with open("/proc/cpuinfo") as fh:
+            for line in fh:
+                if line.startswith("model name"):
+                    return line.split(":", 1)[1].strip()
+    except OSError:
+        pass
+    return platform.processor() or platform.machine()
+
+
+def environment(threads, device="cpu", note=None):
+    """What ran the benchmark: device name, torch version, threads, CPU count and load.
+
+    Parameters
+    ----------
+    threads : int
+        The torch threads the measurement used.
+    device : str, default="cpu"
+        The torch device; a CUDA device is named by ``torch.cuda.get_device_name``.
+    note : str, default=None
+        A caveat shown with the results, e.g. that the machine was shared.
+
+    Returns
+    -------
+    dict
+        ``device``, ``device_name``, ``torch``, ``threads``, ``python``, ``cpu_count``,
+        ``loadavg`` (1-minute load when the run started) and ``note`` if given.
+    """
+    cuda = torch.device(device).type == "cuda"
+    env = {"device": str(device),
+           "device_name": torch.cuda.get_device_name(device) if cuda else
+           f"{_cpu_name()}, {os.cpu_count()} cores",
+           "torch": torch.__version__, "threads": threads,
+           "python": platform.python_version(), "cpu_count": os.cpu_count()}
+    if hasattr(os, "getloadavg"):
+        env["loadavg"] = round(os.getloadavg()[0], 2)
+    if note:
+        env["note"] = note
+    return env
+
+
+def header(script, threads, device="cpu", note=None, argv=None):
+    """``command``, ``date`` and ``environment`` for the top of a results file.
+
+    Parameters
+    ----------
+    script : str
+        The script's file name, e.g. ``"cora.py"``.
+    threads : int
+        The torch threads the measurement used.
+    device : str, default="cpu"
+        The torch device.
+    note : str, default=None
+        A caveat, stored as ``environment["note"]``.
+    argv : list of str, default=None
+        The arguments; ``None``: ``sys.argv[1:]``.
+
+    Returns
+    -------
+    dict
+        ``{"command": ..., "date": ..., "environment": {...}, "complete": False}``.
+    """
+    date = datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds")
+    return {"command": command(script, argv), "date": date,
+            "environment": environment(threads, device, note), "complete": False}
+
+
+def write_json(path, doc, complete=False):
+    """Write ``doc`` to ``path`` as indented JSON, atomically (a temporary file renamed).
+
+    ``complete`` is stored as ``doc["complete"]``: true for the final write of a run.
+    """
+    doc = {**doc, "complete": complete}
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_name(path.name + ".tmp")
+    with open(tmp, "w") as fh:
+        json.dump(doc, fh, indent=1, default=float)
+        fh.write("\n")
+    os.replace(tmp, path)
