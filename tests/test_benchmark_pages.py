@@ -36,7 +36,10 @@ def test_every_result_file_renders_through_its_claim(key):
     claim = bench.CLAIMS[key]
     doc = json.loads((bench.RESULTS / claim.file).read_text())
     header, rows = claim.table(doc)
-    assert rows, f"{claim.file} renders no row"
+    # a file shared by several claims may not hold rows for all of them yet (the page
+    # then says "not yet measured" for that one); a file of its own must
+    shared = sum(c.file == claim.file for c in bench.CLAIMS.values()) > 1
+    assert rows or shared, f"{claim.file} renders no row"
     assert all(len(r) == len(header) for r in rows), (header, rows)
     # the command as run from the repository root: no absolute (machine) path in it
     assert not [t for t in doc.get("command", "").split() if t.startswith("/")]
