@@ -206,7 +206,7 @@ def main():
                     write_json(args.json, {**doc, "rows": rows})
             accs = np.array(row["accuracy"])
             print(f"{split_name:<20} {name:<22} {100 * accs.mean():>9.1f} ± "
-                  f"{100 * accs.std():>4.1f} {PAPER[name]:>6} {row['seconds']:>6.0f}   "
+                  f"{100 * accs.std():>4.1f} {PAPER.get(name, ''):>6} {row['seconds']:>6.0f}   "
                   f"runs: {np.round(100 * accs, 1).tolist()}",
                   flush=True)
     print("GCN (paper's table, 20/class): 81.5")
