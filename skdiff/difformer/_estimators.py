@@ -37,7 +37,7 @@ from ._data import (
     streamed_forward,
     streams,
 )
-from ._propagation import LabelSmoother
+from ._propagation import AUTO_MAX_NODES, LabelSmoother
 
 __all__ = ["DIFFormerClassifier", "DIFFormerRegressor"]
 
@@ -558,8 +558,9 @@ class DIFFormerClassifier(ClassifierTask, _DIFFormerBase):
         only). ``"auto"``: on when labels
         spread along the graph predict held-out labelled nodes (a 5-fold check over the
         labelled nodes) better than the most frequent class does, i.e. when the graph is
-        homophilous; off on heterophilous graphs. ``True``: always with a graph. ``False``:
-        never. Without a graph it has no effect. The weight of the network's probabilities
+        homophilous; off on heterophilous graphs and on graphs of more than a million nodes
+        (where the checks take minutes). ``True``: always with a graph. ``False``: never.
+        Without a graph it has no effect. The weight of the network's probabilities
         in the propagation (1, 0.5, 0.2 or 0) is chosen by a second 5-fold check over the
         labelled nodes, each predicted from its neighbourhood alone: where the features say
         little, the network's guesses on unlabelled nodes get less weight.
@@ -651,6 +652,11 @@ class DIFFormerClassifier(ClassifierTask, _DIFFormerBase):
         self._smoother, self.label_propagation_ = None, False
         auto = isinstance(self.label_propagation, str)  # "auto"; else a flag (numpy's too)
         if not (auto or self.label_propagation) or not inputs.has_graph:
+            return outputs
+        if auto and inputs.n > AUTO_MAX_NODES:
+            if self.verbose:
+                print(f"label_propagation='auto': off above {AUTO_MAX_NODES:,} nodes; pass "
+                      "label_propagation=True to propagate on this graph")
             return outputs
         ids = np.arange(inputs.n) if inputs.ids is None else inputs.ids
         # the rows of a validation_mask serve early stopping only: they are not seeds, so

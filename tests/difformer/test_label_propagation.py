@@ -158,3 +158,13 @@ def test_validation_rows_are_not_seeds(homophilous):
     clf = DIFFormerClassifier(**FAST).fit(X, wrong, adjacency=A, validation_mask=valid)
     assert clf.label_propagation_
     assert np.mean(clf.transduction_[valid] == y[valid]) > 0.9
+
+
+def test_auto_is_off_above_the_node_limit(homophilous, monkeypatch):
+    import skdiff.difformer._estimators as estimators
+
+    X, _, A, y_fit = homophilous
+    monkeypatch.setattr(estimators, "AUTO_MAX_NODES", 599)
+    assert not DIFFormerClassifier(**FAST).fit(X, y_fit, adjacency=A).label_propagation_
+    forced = DIFFormerClassifier(**FAST, label_propagation=True).fit(X, y_fit, adjacency=A)
+    assert forced.label_propagation_
