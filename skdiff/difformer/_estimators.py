@@ -5,12 +5,14 @@ See :mod:`skdiff.nn.difformer` for the network and the user guide for the method
 
 from __future__ import annotations
 
+import dataclasses
 import math
 import numbers
 
 import numpy as np
 import scipy.sparse as sp
 import torch
+from sklearn.neighbors import kneighbors_graph
 from sklearn.utils.validation import check_is_fitted
 from skorch.callbacks import Callback
 
@@ -38,6 +40,11 @@ from ._data import (
     streams,
 )
 from ._propagation import AUTO_MAX_NODES, LabelSmoother
+
+#: ``n_neighbors="auto"``: the graph's k, and the most rows it is built for (a k-nearest-
+#: neighbour search over all rows; larger data sets pass a graph or an int).
+AUTO_NEIGHBORS = 10
+AUTO_NEIGHBORS_MAX_ROWS = 20_000
 
 __all__ = ["DIFFormerClassifier", "DIFFormerRegressor"]
 
@@ -247,6 +254,7 @@ class _DIFFormerBase(NeuralEstimatorBase):
         weights = check_sample_weight(sample_weight, n_rows)
         targets, labelled, strata, weights = self._targets(y, reset=reset, classes=classes,
                                                            weights=weights)
+        inputs = self._with_neighbors_graph(inputs, labelled, reset)
         rows = np.flatnonzero(labelled & (weights > 0))
         if rows.size == 0:
             raise ValueError("The sample weights are zero on every labelled row; nothing to "
@@ -358,6 +366,11 @@ class _DIFFormerBase(NeuralEstimatorBase):
     def _propagate_labels(self, outputs, data):
         """The fitted rows' outputs after the task's use of the known labels (none here)."""
         return outputs
+
+    def _with_neighbors_graph(self, inputs, labelled, reset):
+        """``inputs`` with a k-nearest-neighbour graph where the task builds one (none
+        here)."""
+        return inputs
 
     def _joint_outputs(self, inputs, summaries=False):
         """(outputs of one forward over all samples (numpy float64), per-layer summaries of
@@ -546,6 +559,14 @@ class DIFFormerClassifier(ClassifierTask, _DIFFormerBase):
         ``None``: every row is labelled, so ``-1`` is an ordinary class. A warning is given
         when the marked rows look like a genuine class (e.g. labels ``{-1, 1}``).
     %(class_weight)s
+    n_neighbors : "auto", int or None, default="auto"
+        A graph for a fit without one: the ``n_neighbors`` nearest neighbours of every row
+        (Euclidean, on the scaled features, symmetrised) become its edges, as the paper
+        builds k-NN graphs for its image and text data. The graph enters the network's graph
+        term and ``label_propagation``; new rows at ``predict`` are isolated nodes.
+        ``"auto"``: a 10-NN graph for semi-supervised fits (some rows unlabelled) of at
+        most 20,000 rows, none otherwise; an int: always without a given graph; ``None``:
+        never. A given ``adjacency`` or ``graph`` always takes precedence.
     label_propagation : "auto" or bool, default="auto"
         With a graph, spread the known labels along its edges on top of the network's
         predictions for the fitted rows (the smoothing step of Correct and Smooth, Huang et
@@ -577,6 +598,8 @@ class DIFFormerClassifier(ClassifierTask, _DIFFormerBase):
     transduction_ : ndarray of shape (n_fitted_rows,)
         Predicted label of every row seen in ``fit`` (every node of the graph in graph mode),
         after ``label_propagation`` when it applies.
+    n_neighbors_ : int
+        The k of the nearest-neighbour graph built in ``fit`` (0: none was built).
     label_propagation_ : bool
         Whether the labels were propagated over the graph (see ``label_propagation``).
     %(input_attributes)s
@@ -589,8 +612,8 @@ class DIFFormerClassifier(ClassifierTask, _DIFFormerBase):
     -----
     The defaults (4 layers, hidden 64, dropout 0.2, ``lr=3e-3``, ``weight_decay=5e-3``, 300
     epochs; early stopping after 50 epochs without improvement only from 10,000 labelled
-    rows or with a ``validation_mask``; ``label_propagation="auto"`` with
-    ``propagation_alpha=0.9``) were chosen on a suite of tabular data sets and graphs
+    rows or with a ``validation_mask``; ``n_neighbors="auto"``; ``label_propagation="auto"``
+    with ``propagation_alpha=0.9``) were chosen on a suite of tabular data sets and graphs
     against scikit-learn baselines (``benchmarks/defaults.py``). The official recipe for
     citation graphs with the public validation nodes is ``n_layers=8, lr=1e-3,
     weight_decay=0.01, max_epochs=500, n_iter_no_change=500`` with ``validation_mask``;
@@ -620,6 +643,8 @@ class DIFFormerClassifier(ClassifierTask, _DIFFormerBase):
         **_DIFFormerBase._parameter_constraints,
         "unlabelled": [numbers.Integral, str, None],
         "class_weight": [dict, StrOptions({"balanced"}), None],
+        "n_neighbors": [StrOptions({"auto"}), Interval(numbers.Integral, 1, None,
+                                                      closed="left"), None],
         "label_propagation": [StrOptions({"auto"}), "boolean"],
         "propagation_alpha": [Interval(numbers.Real, 0, 1, closed="left")],
     }
@@ -627,7 +652,8 @@ class DIFFormerClassifier(ClassifierTask, _DIFFormerBase):
     def __init__(self, *, feature_scaling="auto", kernel="simple", qk_norm="global", n_layers=4,
                  hidden_dim=64, n_heads=1, alpha=0.5, dropout=0.2, graph_weight=None,
                  value_projection=False, attention_scope="all", block_size=1024, unlabelled=-1,
-                 class_weight=None, label_propagation="auto", propagation_alpha=0.9,
+                 class_weight=None, n_neighbors="auto", label_propagation="auto",
+                 propagation_alpha=0.9,
                  max_epochs=300, lr=3e-3, weight_decay=5e-3, batch_size=None, early_stopping="auto",
                  validation_fraction=0.1, n_iter_no_change=50, n_init=1,
                  warm_start=False, device="auto", n_threads=None, mixed_precision=None,
@@ -644,6 +670,26 @@ class DIFFormerClassifier(ClassifierTask, _DIFFormerBase):
 
     def _n_network_outputs(self):
         return self.classes_.size
+
+    def _with_neighbors_graph(self, inputs, labelled, reset):
+        """A symmetrised ``n_neighbors_``-nearest-neighbour graph over the scaled rows of a
+        semi-supervised fit without a graph (``n_neighbors``)."""
+        if reset:
+            k = self.n_neighbors
+            if k == "auto":
+                semi = not labelled.all()
+                k = AUTO_NEIGHBORS if semi and inputs.n <= AUTO_NEIGHBORS_MAX_ROWS else 0
+            self.n_neighbors_ = 0 if inputs.has_graph or k is None else int(k)
+        k = getattr(self, "n_neighbors_", 0)
+        if inputs.has_graph or not k:
+            return inputs
+        if k >= inputs.n:
+            raise ValueError(f"n_neighbors={k} needs more than {k} rows; X has {inputs.n}. "
+                             "Pass a smaller n_neighbors or None.")
+        A = kneighbors_graph(inputs.scaling.transform(inputs.features), k,
+                             include_self=False)
+        return dataclasses.replace(inputs, adjacency=check_adjacency(A, inputs.n),
+                                   _tensors={})
 
     def _propagate_labels(self, outputs, data):
         """Spread the fitted labels over the graph (``label_propagation``), see

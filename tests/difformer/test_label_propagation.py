@@ -168,3 +168,39 @@ def test_auto_is_off_above_the_node_limit(homophilous, monkeypatch):
     assert not DIFFormerClassifier(**FAST).fit(X, y_fit, adjacency=A).label_propagation_
     forced = DIFFormerClassifier(**FAST, label_propagation=True).fit(X, y_fit, adjacency=A)
     assert forced.label_propagation_
+
+
+@pytest.fixture(scope="module")
+def digits_semi():
+    from sklearn.datasets import load_digits
+
+    X, y = load_digits(return_X_y=True)
+    X, y = X[:600], y[:600]
+    return X, y, make_label_mask(y, 5, random_state=0)
+
+
+def test_semi_supervised_fit_builds_a_neighbors_graph(digits_semi):
+    X, y, y_fit = digits_semi
+    auto = DIFFormerClassifier(**FAST).fit(X, y_fit)
+    none = DIFFormerClassifier(**FAST, n_neighbors=None).fit(X, y_fit)
+    assert auto.n_neighbors_ == 10 and auto.label_propagation_
+    assert none.n_neighbors_ == 0 and not none.label_propagation_
+    unlabelled = y_fit == -1
+    acc = np.mean(auto.transduction_[unlabelled] == y[unlabelled])
+    assert acc > 0.85
+    assert acc > np.mean(none.transduction_[unlabelled] == y[unlabelled]) + 0.05
+    # new rows are isolated nodes: their prediction does not depend on the other rows
+    np.testing.assert_allclose(auto.predict_proba(X[:7]), auto.predict_proba(X)[:7],
+                               rtol=1e-5, atol=1e-6)
+
+
+def test_neighbors_graph_only_where_it_belongs(digits_semi):
+    X, y, y_fit = digits_semi
+    assert DIFFormerClassifier(**FAST).fit(X, y).n_neighbors_ == 0  # fully labelled
+    A = sp.eye(len(X), k=1, format="csr")
+    assert DIFFormerClassifier(**FAST).fit(X, y_fit, adjacency=A).n_neighbors_ == 0
+    assert DIFFormerClassifier(**FAST, n_neighbors=3).fit(X, y).n_neighbors_ == 3
+    with pytest.raises(ValueError, match=r"n_neighbors=600 needs more than 600 rows; X has 600"):
+        DIFFormerClassifier(**FAST, n_neighbors=600).fit(X, y_fit)
+    with pytest.raises(ValueError, match=r"'n_neighbors' parameter .* Got 0"):
+        DIFFormerClassifier(**FAST, n_neighbors=0).fit(X, y_fit)
