@@ -43,7 +43,8 @@ def main():
     X = StandardScaler().fit_transform(X)
     A = kneighbors_graph(X, 10, include_self=False)
     models = {
-        "DIFFormer (no graph)": lambda s: DIFFormerClassifier(random_state=s, device="cpu"),
+        "DIFFormer (no graph)": lambda s: DIFFormerClassifier(n_neighbors=None, random_state=s,
+                                                              device="cpu"),
         "DIFFormer + 10-NN graph": lambda s: DIFFormerClassifier(random_state=s, device="cpu"),
         "LabelSpreading (knn)": lambda s: LabelSpreading(kernel="knn", n_neighbors=10),
         "SelfTraining(LogReg)": lambda s: SelfTrainingClassifier(LogisticRegression(max_iter=1000)),
