@@ -48,7 +48,8 @@ def semi_supervised_digits():
     y_semi = make_label_mask(y, 10, random_state=0)
     unlabelled = y_semi == -1
     t = time.perf_counter()
-    clf = DIFFormerClassifier(random_state=0).fit(X, y_semi)  # defaults: features standardised
+    # defaults: features standardised, a 10-NN graph among the rows, labels spread along it
+    clf = DIFFormerClassifier(random_state=0).fit(X, y_semi)
     acc = np.mean(clf.transduction_[unlabelled] == y[unlabelled])
     print(f"DIFFormer accuracy on the unlabelled rows: {acc:.3f} ({time.perf_counter() - t:.0f} s)")
     ls = LabelSpreading(kernel="knn", n_neighbors=10).fit(StandardScaler().fit_transform(X),
