@@ -403,10 +403,12 @@ def conditional_sample(eps_model, schedule: NoiseSchedule, x_context, y_context,
     and conditioning on the context needs resampling at every step: 50 steps with ``U = 2`` or
     75 with ``U = 1`` score as high or higher but spread the samples 1.4-2.2 times wider and
     further from the posterior mean in the directions the context pins down. With an oracle
-    noise model (``benchmarks/ndp_sampler_oracle.py``), 32 cubic steps with ``U = 4`` are
-    within 0.01 nats per point of the paper's sampler (KL from the exact posterior 0.039 vs
-    0.031); RePaint jumps longer than one step, other level spacings and ``eta < 1`` do not
-    improve on it there.
+    noise model (``benchmarks/ndp_sampler_oracle.py``), 32 cubic steps with ``U = 4`` (141
+    evaluations) are within 0.01-0.03 nats per point of the paper's sampler (KL from the
+    exact posterior 0.030, 0.049, 0.082 against 0.021, 0.032, 0.060 with 1, 5 and 9 context
+    points); a RePaint jump of 2 changes that by under 0.002, ``eta < 1`` makes it worse,
+    and 20 quadratic steps with ``U = 6`` (134 evaluations) come as close or closer with 5
+    and more context points. The benchmark pages hold the table.
 
     Examples
     --------
