@@ -23,13 +23,30 @@ import torch
 
 #: The placeholder recorded instead of a ``--data-home`` value (a machine path).
 DATA_HOME = "$SKDIFF_DATA"
+#: The repository root: path arguments inside it are recorded relative to it.
+ROOT = Path(__file__).resolve().parents[1]
+#: The 1-minute load average when the benchmark process started.
+_LOAD_AT_START = round(os.getloadavg()[0], 2) if hasattr(os, "getloadavg") else None
+
+
+def _relative(arg):
+    """A path argument relative to the repository root; other absolute paths become
+    ``PATH`` (machine paths are not recorded)."""
+    if not os.path.isabs(arg):
+        return arg
+    try:
+        return str(Path(arg).resolve().relative_to(ROOT))
+    except ValueError:
+        return "PATH"
 
 
 def command(script, argv=None):
     """The command line ``python benchmarks/<script> ...``, without machine paths.
 
     A ``--data-home`` value is recorded as ``$SKDIFF_DATA``, the environment variable the
-    library's loaders read when no folder is passed.
+    library's loaders read when no folder is passed; other absolute paths are recorded
+    relative to the repository, or as ``PATH`` outside it. A set ``OMP_NUM_THREADS`` is
+    recorded in front, as it was run.
 
     Parameters
     ----------
@@ -52,10 +69,14 @@ def command(script, argv=None):
             data_home_next = True
         elif a.startswith("--data-home="):
             a = f"--data-home={DATA_HOME}"
+        else:
+            a = _relative(a)
         out.append(a)
     # shlex.join would quote the placeholder; it is left bare so that a shell expands it
     quoted = [a if a.endswith(DATA_HOME) else shlex.quote(a) for a in out]
-    return " ".join(["python", f"benchmarks/{script}", *quoted])
+    flags = [f"OMP_NUM_THREADS={os.environ['OMP_NUM_THREADS']}"] \
+        if "OMP_NUM_THREADS" in os.environ else []
+    return " ".join([*flags, "python", f"benchmarks/{script}", *quoted])
 
 
 def _cpu_name():
@@ -86,7 +107,9 @@ def environment(threads, device="cpu", note=None):
     -------
     dict
         ``device``, ``device_name``, ``torch``, ``threads``, ``python``, ``cpu_count``,
-        ``loadavg`` (1-minute load when the run started) and ``note`` if given.
+        ``loadavg`` (1-minute load when the process started) and ``note`` if given
+        (:func:`write_json` adds the load at the end, and a note when other jobs shared the
+        cores).
     """
     cuda = torch.device(device).type == "cuda"
     env = {"device": str(device),
@@ -94,8 +117,8 @@ def environment(threads, device="cpu", note=None):
            f"{_cpu_name()}, {os.cpu_count()} cores",
            "torch": torch.__version__, "threads": threads,
            "python": platform.python_version(), "cpu_count": os.cpu_count()}
-    if hasattr(os, "getloadavg"):
-        env["loadavg"] = round(os.getloadavg()[0], 2)
+    if _LOAD_AT_START is not None:
+        env["loadavg"] = _LOAD_AT_START
     if note:
         env["note"] = note
     return env
@@ -130,9 +153,20 @@ def header(script, threads, device="cpu", note=None, argv=None):
 def write_json(path, doc, complete=False):
     """Write ``doc`` to ``path`` as indented JSON, atomically (a temporary file renamed).
 
-    ``complete`` is stored as ``doc["complete"]``: true for the final write of a run.
+    ``complete`` is stored as ``doc["complete"]``: true for the final write of a run. The
+    environment gets the load average now (``loadavg_end``) and, without a note of its own,
+    one saying so when the load exceeded the run's threads: other jobs held cores meanwhile.
     """
     doc = {**doc, "complete": complete}
+    env = doc.get("environment")
+    if isinstance(env, dict) and env.get("loadavg") is not None and hasattr(os, "getloadavg"):
+        env = {**env, "loadavg_end": round(os.getloadavg()[0], 2)}
+        if not env.get("note") and max(env["loadavg"], env["loadavg_end"]) > \
+                env["threads"] + 0.5:
+            env["note"] = (f"{env['cpu_count']}-core CPU shared with other jobs: 1-minute load "
+                           f"average {env['loadavg']:.1f} at the start, "
+                           f"{env['loadavg_end']:.1f} at the end")
+        doc["environment"] = env
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
     tmp = path.with_name(path.name + ".tmp")

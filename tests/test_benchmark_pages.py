@@ -80,4 +80,4 @@ def test_ndp_scripts_record_the_command_without_machine_paths(monkeypatch, tmp_p
     assert doc["command"] == ("OMP_NUM_THREADS=1 python benchmarks/ndp_speed.py --json PATH "
                               "--cache benchmarks/x")
     assert list(doc)[:3] == ["command", "date", "environment"]
-    assert {"device_name", "torch", "threads", "cores"} <= set(doc["environment"])
+    assert {"device_name", "torch", "threads", "cpu_count"} <= set(doc["environment"])
