@@ -6,11 +6,10 @@ text cannot disagree with the code) and the shared description below it. The cla
 docstring reads the defaults of ``__init__``; the docstring of a method that the decorated
 class itself defines (``fit``, ``predict``, ``partial_fit``, ...) reads those of the method,
 so a parameter that several methods and estimators share has one description; a decorated
-function reads its own. A name that
-is not a parameter of the signature (a fitted attribute) gets the header ``name : type``.
-An entry whose value is a list of names is a group, expanded in order; a string is a
-verbatim block (e.g. the references of a model family, or a paragraph that several
-methods share).
+function reads its own. A name that is not a parameter of the signature (a fitted
+attribute) gets the header ``name : type``. An entry whose value is a list of names is a
+group, expanded in order; a string is a verbatim block (e.g. the references of a model
+family, or a paragraph that several methods share).
 Families add their own entries (e.g. the network parameters shared by a classifier and a
 regressor) by passing a dict.
 """
