@@ -20,7 +20,8 @@ subprocess) and reused.
 
 Run: ``python benchmarks/difformer_large.py --sizes 100000 1000000 [--workdir DIR]``; add
 ``10000000`` for ten million rows (about 4 GB of data on disk). Results are printed and
-merged into ``benchmarks/results/difformer_large.json`` (one entry per size).
+merged into ``benchmarks/results/difformer_large.json`` (one row per size under ``sizes``,
+each with its own command, date and load; the docs' scaling page renders them).
 """
 
 from __future__ import annotations
@@ -36,6 +37,7 @@ import time
 from pathlib import Path
 
 import numpy as np
+from _results import command, header, write_json
 
 RESULTS = Path(__file__).resolve().parent / "results" / "difformer_large.json"
 CHUNK = 1 << 20  # rows per chunk of generation and of the oracles
@@ -175,6 +177,22 @@ def run(n, args):
     return res
 
 
+def _argv_with_sizes(sizes):
+    """This run's arguments with ``--sizes`` set to ``sizes``: the command of one row, or of
+    the whole file (every size it holds)."""
+    argv, skip = [], False
+    for a in sys.argv[1:]:
+        if a == "--sizes":
+            argv += [a, *map(str, sizes)]
+            skip = True
+        elif skip and not a.startswith("--"):
+            continue
+        else:
+            skip = False
+            argv.append(a)
+    return argv
+
+
 def _child(args, what, n):
     cmd = [sys.executable, __file__, f"--{what}", str(n), "--workdir", args.workdir,
            "--batch-size", str(args.batch_size), "--threads", str(args.threads),
@@ -208,13 +226,18 @@ def main():
         return
 
     path = Path(args.json)
-    results = json.loads(path.read_text()) if path.exists() else {}
+    # one row per size; a size measured again replaces its row, the others are kept
+    results = json.loads(path.read_text()).get("sizes", {}) if path.exists() else {}
     print(f"DIFFormerClassifier(batch_size={args.batch_size}, max_epochs=1), 64 features, "
           f"~{args.degree} edges per node, torch threads={args.threads}")
     for n in args.sizes:
         if not (Path(args.workdir) / f"n{n}" / "meta.json").exists():
             _child(args, "make", n)
         r = json.loads(_child(args, "run", n).strip().splitlines()[-1])
+        head = header("difformer_large.py", args.threads)
+        r.update(command=command("difformer_large.py", _argv_with_sizes([n])), date=head["date"],
+                 loadavg_start=head["environment"].get("loadavg"),
+                 loadavg_end=round(os.getloadavg()[0], 2))
         results[str(n)] = r
         print(f"n={n:>9,}: epoch {r['epoch_s']:8.1f} s ({r['steps']} steps), fit "
               f"{r['fit_s']:8.1f} s, peak RSS {r['rss_peak_gb']:5.2f} GB (data loaded "
@@ -224,8 +247,10 @@ def main():
               f"{r['oracle_one_hop_acc']:.3f}); inductive {r['n_new']:,} new rows "
               f"{r['predict_new_s']:.1f} s, acc {r['inductive_acc']:.3f} (oracle "
               f"{r['oracle_features_new_acc']:.3f})", flush=True)
-        path.parent.mkdir(parents=True, exist_ok=True)
-        path.write_text(json.dumps(results, indent=1, sort_keys=True) + "\n")
+        sizes = sorted(results, key=int)
+        head["command"] = command("difformer_large.py", _argv_with_sizes(sizes))
+        write_json(path, {**head, "sizes": {k: results[k] for k in sizes}},
+                   complete=n == args.sizes[-1])
     sizes = sorted(int(k) for k in results)
     for a, b in zip(sizes, sizes[1:]):
         ratio = results[str(b)]["epoch_s"] / results[str(a)]["epoch_s"]

@@ -141,6 +141,18 @@ def _difformer_scaling(doc):
 
 
 # -- Flowformer ------------------------------------------------------------------------------
+def _difformer_large(doc):
+    rows = [[f"{r['n']:,}", f"{r['n_edges'] / 1e6:.1f} M", f"{r['epoch_s']:.0f} s "
+             f"({r['steps']} steps)", f"{r['fit_s']:.0f} s", f"{r['rss_peak_gb']:.1f} GB",
+             f"{r['transduction_acc']:.3f}", f"{r['oracle_one_hop_acc']:.3f}",
+             f"{r['inductive_acc']:.3f}", f"{r['oracle_features_new_acc']:.3f}",
+             f"{r['predict_new_s']:.1f} s", _s(r.get("loadavg_start"), ".1f")]
+            for r in doc["sizes"].values()]
+    return ["rows", "edges", "epoch", "fit (epoch + transduction)", "peak memory",
+            "accuracy, transduction", "oracle, features + neighbours", "accuracy, new rows",
+            "oracle, features", "prediction, new rows", "load at start"], rows
+
+
 def _mem(r):
     """Peak MB, with the part above the inputs' own peak in brackets where measured (CPU)."""
     if r is None or r.get("peak_mb") is None:
@@ -207,6 +219,15 @@ def _ndp_interpolation(doc):
                              _pm(r["coverage95"]), NDP_PAPER.get((task, method), "–")])
     return ["task", "method", "log-lik per point", "MSE", "95 % coverage",
             "paper log-lik"], rows
+
+
+def _ndp_paper_tasks(doc):
+    rows = [[r["task"], r["prior"], str(r["n_tasks"]), _pm(r["ndp"]),
+             "–" if r["released"] is None else f"{r['released']:.3f}", _pm(r["gp_sampled"]),
+             _pm(r["gp_true"]), _pm(r["gpr_ml2"], ".2f"), r["source"].rsplit("/", 1)[-1]]
+            for r in doc["rows"]]
+    return ["task", "prior", "tasks", "NDPRegressor, default sampler", "released NDP",
+            "exact GP, 128 samples", "exact GP, analytic", "GPR ML-II", "run"], rows
 
 
 def _ndp_speed(doc):
@@ -337,6 +358,24 @@ CLAIMS = {
         "linear in the number of rows (DIFFormer-s, Sec. 4).",
         "rows: [{n, graph, ckpt, step_s, peak_mb}], inductive: {n_train, n_new, predict_s, "
         "peak_mb}", _difformer_scaling),
+    "difformer_large": Claim(
+        "One epoch from 10^5 to 10^7 rows", "One epoch of DIFFormerClassifier(batch_size="
+        "100_000, max_epochs=1) on a contextual stochastic block model (4 classes, 64 "
+        "Gaussian features around a class mean, about 10 edges per node, 70 % inside the "
+        "class, half of the nodes labelled), in a fresh process: features read from a "
+        "float32 memory map, the adjacency as CSR arrays with int32 indices. Peak memory is "
+        "the process's peak resident set (it counts the pages of the memory maps it read). "
+        "Then the transduction of every node and an inductive prediction of up to a million "
+        "new nodes, in chunks. Beside each accuracy, an oracle that knows the generating "
+        "parameters: the exact posterior given a node's features and its neighbours' (for "
+        "the transduction) or its features alone (for new nodes).", "difformer_large.json",
+        "python benchmarks/difformer_large.py --sizes 100000 1000000 10000000 "
+        "--json benchmarks/results/difformer_large.json",
+        "the paper trains on pokec (1.6M nodes) with random partitions of 100K nodes.",
+        "sizes: {n: {n, n_edges, epoch_s, steps, fit_s, rss_peak_gb, transduction_acc, "
+        "oracle_one_hop_acc, inductive_acc, oracle_features_new_acc, predict_new_s, "
+        "loadavg_start, command, date}}; the top-level command reproduces every size",
+        _difformer_large),
     "flow_attention_cpu": Claim(
         "Flow-Attention against softmax attention, CPU", "Forward + backward time and peak "
         "memory of Flow-Attention against PyTorch's fused softmax attention (SDPA), batch 8, "
@@ -374,6 +413,26 @@ CLAIMS = {
         "--json benchmarks/results/ett_forecast.json",
         "the Flowformer paper reports no ETTh1 forecasts; the last-value row is the "
         "'Repeat' row of the DLinear paper's table.", "as above", _ett("M")),
+    "ndp_paper_tasks": Claim(
+        "The paper's tasks, each prior beside the released model", "Log-likelihood per "
+        "target point (the paper's metric: a Gaussian moment-matched to 128 joint samples) on "
+        "GP draws of the paper's interpolation tasks (lengthscale 0.25·√D, noise variance "
+        "0.0025, x in [-2, 2]^D, 50 targets; 1-9 context points at D = 1, 5-20 at D = 2). "
+        "Beside each NDP: the released model's figure, the exact GP posterior seen through "
+        "the same metric (128 of its own samples: what a perfect sampler scores) and the "
+        "exact GP's analytic predictive (the optimum). The run column names the results file "
+        "of ndp_interpolation.py behind the row; its command is in that file.",
+        "ndp_paper_tasks.json",
+        "python benchmarks/ndp_paper_table.py benchmarks/results/ndp_interpolation_se.json "
+        "benchmarks/results/ndp_interpolation_matern52.json "
+        "benchmarks/results/ndp_interpolation_se_d2.json "
+        "benchmarks/results/ndp_interpolation_matern52_d2.json "
+        "benchmarks/results/ndp_interpolation.json "
+        "--json benchmarks/results/ndp_paper_tasks.json",
+        "released NDP (128,000 steps): SE 0.392, -0.690, -1.137 and Matérn-5/2 -0.029, "
+        "-1.031, -1.333 at D = 1, 2, 3.",
+        "rows: [{task, prior, n_tasks, ndp, gp_sampled, gp_true, gpr_ml2: [mean, se], "
+        "released, source, source_command}]", _ndp_paper_tasks),
     "ndp_interpolation": Claim(
         "1-D interpolation", "Log-likelihood per target point of the Gaussian moment-matched "
         "to 128 joint samples (the paper's metric), 1-9 context points and 50 targets of GP "

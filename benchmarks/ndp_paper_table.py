@@ -1,0 +1,71 @@
+"""The paper's interpolation tasks in one table: each shipped prior beside the released NDP.
+
+Collects the results files of ``ndp_interpolation.py`` runs (one per prior and input
+dimension; each keeps its own command) into one file, with a row per task and prior: the
+NDP's log-likelihood per target point with the default sampler, the released model's figure
+on the same task (the paper's repository, ``experiments/regression/trained_models/*/
+metrics.csv``: 128,000 steps), and the exact GP's two reference scores on the same tasks:
+its posterior seen through the same metric (128 of its own samples, moment-matched: what a
+perfect sampler scores) and its analytic predictive with the true hyper-parameters.
+
+    python benchmarks/ndp_paper_table.py benchmarks/results/ndp_interpolation_se.json \\
+        benchmarks/results/ndp_interpolation_matern52.json ... \\
+        --json benchmarks/results/ndp_paper_tasks.json
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+from pathlib import Path
+
+from _results import ROOT, header, write_json
+
+#: The released NDP's log-likelihood per target point (128 samples, moment-matched).
+RELEASED = {("se", 1): 0.392, ("se", 2): -0.690, ("se", 3): -1.137,
+            ("matern52", 1): -0.029, ("matern52", 2): -1.031, ("matern52", 3): -1.333}
+
+
+def rows_of(path):
+    """The table rows of one ``ndp_interpolation.py`` results file."""
+    doc = json.loads(Path(path).read_text())
+    prior = doc["args"]["prior"]
+    out = []
+    for task, res in doc["results"].items():
+        n_dims, kernel = task.split()
+        n_dims = int(n_dims.removeprefix("D="))
+        out.append({
+            "task": task, "kernel": kernel, "n_dims": n_dims, "prior": prior,
+            "sampler": doc["args"]["sampler"], "n_tasks": doc["args"]["n_tasks"],
+            "ndp": res["ndp"]["loglik"], "ndp_mse": res["ndp"]["mse"],
+            "ndp_coverage95": res["ndp"]["coverage95"],
+            "gp_sampled": res["gp_sampled"]["loglik"], "gp_true": res["gp_true"]["loglik"],
+            "gpr_ml2": res["gpr_ml2"]["loglik"], "released": RELEASED.get((kernel, n_dims)),
+            "source": str(Path(path).resolve().relative_to(ROOT)),
+            "source_command": doc.get("command"), "source_date": doc.get("date")})
+    return out
+
+
+def main(argv=None):
+    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    p.add_argument("runs", nargs="+", help="results files of ndp_interpolation.py")
+    p.add_argument("--json", default=None, help="write the table here")
+    args = p.parse_args(argv)
+    rows = sorted((r for path in args.runs for r in rows_of(path)),
+                  key=lambda r: (r["n_dims"], r["kernel"], r["prior"] != r["kernel"]))
+    print(f"{'task':14s} {'prior':9s} {'NDP':>15s} {'released':>9s} {'GP samples':>15s} "
+          f"{'GP analytic':>15s}")
+    for r in rows:
+        released = "–" if r["released"] is None else f"{r['released']:.3f}"
+        print(f"{r['task']:14s} {r['prior']:9s} {r['ndp'][0]:7.3f} ± {r['ndp'][1]:.3f} "
+              f"{released:>9s} {r['gp_sampled'][0]:7.3f} ± {r['gp_sampled'][1]:.3f} "
+              f"{r['gp_true'][0]:7.3f} ± {r['gp_true'][1]:.3f}")
+    if args.json:
+        doc = {**header("ndp_paper_table.py", None), "rows": rows,
+               "environment": "as recorded in each source file (the source column)"}
+        write_json(args.json, doc, complete=True)
+        print(f"written to {args.json}")
+
+
+if __name__ == "__main__":
+    main()
