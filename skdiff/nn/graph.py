@@ -23,6 +23,8 @@ import warnings
 import numpy as np
 import torch
 
+from .flow_attention import _autocast_off
+
 __all__ = [
     "edge_index_from_scipy",
     "edge_index_of",
@@ -113,9 +115,15 @@ def edge_index_of(adj):
 
 
 def propagate(adj, x):
-    r"""Sparse product :math:`\hat G X` for ``x`` of shape (n, ...) (trailing axes flattened)."""
+    r"""Sparse product :math:`\hat G X` for ``x`` of shape (n, ...) (trailing axes flattened).
+
+    The product runs in the adjacency's dtype with ``torch.autocast`` off: sparse kernels
+    have no bfloat16 version on the CPU, and a sum over a node's edges keeps float32's
+    precision; the result comes back in ``x``'s dtype.
+    """
     n = x.shape[0]
-    out = adj @ x.reshape(n, -1).to(adj.dtype)
+    with _autocast_off(x.device.type):
+        out = adj @ x.reshape(n, -1).to(adj.dtype)
     return out.reshape(x.shape).to(x.dtype)
 
 
