@@ -4,8 +4,12 @@ autocast on the CPU, graph products included, and scores close to its float32 fi
 import numpy as np
 import pytest
 
-from skdiff import (DIFFormerClassifier, DIFFormerRegressor, FlowformerClassifier,
-                    FlowformerRegressor)
+from skdiff import (
+    DIFFormerClassifier,
+    DIFFormerRegressor,
+    FlowformerClassifier,
+    FlowformerRegressor,
+)
 from skdiff.datasets import make_label_mask, make_planted_partition
 
 

@@ -24,6 +24,10 @@ import scipy.sparse as sp
 N_ITER = 50
 #: Folds of the checks on the labelled nodes.
 N_FOLDS = 5
+#: Below this many labelled nodes the check of the network's weight repeats its folds over
+#: ``N_REPEATS`` shuffles: with a few dozen labelled nodes one shuffle is too noisy to choose.
+FEW_LABELS = 1000
+N_REPEATS = 3
 #: Candidate weights of the network's probabilities in the propagation, largest first.
 NETWORK_WEIGHTS = (1.0, 0.5, 0.2, 0.0)
 #: ``"auto"`` propagates on graphs of at most this many nodes: the two checks cost about
@@ -33,10 +37,12 @@ NETWORK_WEIGHTS = (1.0, 0.5, 0.2, 0.0)
 AUTO_MAX_NODES = 1_000_000
 
 
-def normalized_adjacency(adjacency):
-    """``D^-1/2 A D^-1/2`` without self loops, float32 CSR (isolated nodes: zero rows)."""
+def normalized_adjacency(adjacency, self_loops=False):
+    """``D^-1/2 A D^-1/2``, float32 CSR (isolated nodes: zero rows); the diagonal is
+    dropped unless ``self_loops``."""
     A = sp.csr_matrix(adjacency, dtype=np.float32, copy=True)
-    A.setdiag(0)
+    if not self_loops:
+        A.setdiag(0)
     A.eliminate_zeros()
     deg = np.asarray(A.sum(axis=1)).ravel()
     inv = np.zeros_like(deg)
@@ -94,10 +100,15 @@ class LabelSmoother:
     def choose_network_weight(self, proba, random_state):
         """The weight ``beta`` of the network's probabilities in the propagation's start and
         restart term, among :data:`NETWORK_WEIGHTS`, by a ``N_FOLDS``-fold check over the
-        labelled nodes: each fold's nodes lose their own label and network prediction and
-        are predicted from their neighbourhood (ties go to the larger weight). Where the
-        features carry little, the network's guesses on unlabelled nodes mislead and a
-        smaller weight lets the labels speak. Sets and returns ``beta``.
+        labelled nodes (repeated over ``N_REPEATS`` shuffles below ``FEW_LABELS`` labelled
+        nodes): each fold's nodes lose their own label, and their own and their
+        neighbours' network predictions, and are predicted from the labels and network
+        predictions further out (ties go to the larger weight). The network was trained on
+        every labelled node, so its predictions next to a held-out node carry that node's
+        label (through the graph layers): left in, they make the network look better than it
+        is on nodes it has not seen. Where the features carry little, the network's guesses
+        on unlabelled nodes mislead and a smaller weight lets the labels speak. Sets and
+        returns ``beta``.
         """
         n_seed, k = self.seeds.size, self.onehot.shape[1]
         if n_seed < N_FOLDS:
@@ -105,15 +116,20 @@ class LabelSmoother:
             return self.beta
         P = np.asarray(proba, dtype=np.float32)
         weights = np.asarray(NETWORK_WEIGHTS, dtype=np.float32)
-        fold = random_state.permutation(n_seed) % N_FOLDS
+        folds = [random_state.permutation(n_seed) % N_FOLDS
+                 for _ in range(N_REPEATS if n_seed < FEW_LABELS else 1)]
         hits = np.zeros(weights.size)
-        for f in range(N_FOLDS):  # the folds' clamped nodes differ; the weights share a pass
-            train, held = self.seeds[fold != f], self.seeds[fold == f]
-            G0 = (weights[None, :, None] * P[:, None, :]).reshape(len(P), -1)
-            G0[held] = 0
-            G0[train] = np.tile(self.onehot[fold != f], weights.size)
-            G = spread(self.S, G0, train, self.alpha)[held].reshape(held.size, weights.size, k)
-            hits += np.sum(G.argmax(2) == self.onehot[fold == f].argmax(1)[:, None], axis=0)
+        for fold in folds:
+            for f in range(N_FOLDS):  # the folds' clamped nodes differ; the weights share a pass
+                train, held = self.seeds[fold != f], self.seeds[fold == f]
+                hidden = np.zeros(len(P), dtype=np.float32)
+                hidden[held] = 1
+                hidden = (hidden + self.S @ hidden) > 0  # the held-out nodes and their neighbours
+                G0 = (weights[None, :, None] * P[:, None, :]).reshape(len(P), -1)
+                G0[hidden] = 0
+                G0[train] = np.tile(self.onehot[fold != f], weights.size)
+                G = spread(self.S, G0, train, self.alpha)[held].reshape(held.size, weights.size, k)
+                hits += np.sum(G.argmax(2) == self.onehot[fold == f].argmax(1)[:, None], axis=0)
         self.beta = NETWORK_WEIGHTS[int(np.argmax(hits))]  # largest first: ties go to it
         return self.beta
 
@@ -127,3 +143,60 @@ class LabelSmoother:
         G = (G + 1e-6 * P).astype(np.float64)
         total = G.sum(axis=1, keepdims=True)
         return np.divide(G, total, out=np.full_like(G, 1.0 / G.shape[1]), where=total > 0)
+
+
+#: ``graph_weight="auto"`` checks at most this many labelled nodes (a random subset beyond),
+#: and only graphs whose features hold at most ``GRAPH_CHECK_MAX_CELLS`` values.
+GRAPH_CHECK_MAX_LABELS = 10_000
+GRAPH_CHECK_MAX_CELLS = 50_000_000
+
+
+def smoothed_features(adjacency, features, hops=2):
+    """``S^hops X`` with ``S = D^-1/2 (A + I) D^-1/2``: the features of SGC (Wu et al.,
+    "Simplifying Graph Convolutional Networks", ICML 2019), dense or CSR in, same out."""
+    S = normalized_adjacency(adjacency + sp.identity(adjacency.shape[0], format="csr"),
+                             self_loops=True)
+    for _ in range(hops):
+        features = S @ features
+    return features
+
+
+def graph_helps_features(adjacency, features, targets, seeds, random_state, *, classifier):
+    """Whether averaging the features over the graph makes them more predictive of the
+    labels: a linear model on the SGC features :func:`smoothed_features` against the same
+    model on the features themselves, in a ``N_FOLDS``-fold check over the labelled nodes
+    ``seeds`` (repeated over ``N_REPEATS`` shuffles below ``FEW_LABELS`` of them).
+
+    The classifier's model is :class:`~sklearn.linear_model.LogisticRegression` scored by
+    accuracy, the regressor's :class:`~sklearn.linear_model.RidgeCV` scored by R². A graph
+    whose edges join nodes of different classes (heterophily) blurs the features, and the
+    check fails; the graph is kept on ties.
+
+    Returns ``(decision, score on the features, score on the smoothed features)``; the
+    scores are NaN and the decision True when the check cannot run (too few labelled
+    nodes per fold, or more than ``GRAPH_CHECK_MAX_CELLS`` feature values).
+    """
+    from sklearn.linear_model import LogisticRegression, RidgeCV
+    from sklearn.model_selection import KFold, StratifiedKFold, cross_val_score
+
+    seeds = np.asarray(seeds)
+    if seeds.size > GRAPH_CHECK_MAX_LABELS:
+        keep = np.sort(random_state.choice(seeds.size, GRAPH_CHECK_MAX_LABELS, replace=False))
+        seeds, targets = seeds[keep], targets[keep]
+    n_splits = N_FOLDS
+    if classifier:
+        n_splits = min(N_FOLDS, int(np.unique(targets, return_counts=True)[1].min()))
+    if n_splits < 2 or seeds.size < 2 * N_FOLDS or \
+            features.shape[0] * features.shape[1] > GRAPH_CHECK_MAX_CELLS:
+        return True, float("nan"), float("nan")
+    smoothed = smoothed_features(adjacency, features)
+    model = LogisticRegression(max_iter=1000) if classifier else RidgeCV()
+    scores = np.zeros(2)
+    repeats = N_REPEATS if seeds.size < FEW_LABELS else 1
+    for _ in range(repeats):
+        seed = int(random_state.randint(np.iinfo(np.int32).max))
+        cv = (StratifiedKFold if classifier else KFold)(n_splits, shuffle=True,
+                                                        random_state=seed)
+        for i, X in enumerate((features, smoothed)):
+            scores[i] += cross_val_score(model, X[seeds], targets, cv=cv).mean() / repeats
+    return bool(scores[1] >= scores[0]), float(scores[0]), float(scores[1])

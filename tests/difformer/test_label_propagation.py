@@ -119,6 +119,7 @@ def test_cross_validation_on_one_graph(homophilous):
 @pytest.mark.parametrize("params,match", [
     (dict(label_propagation="yes"), r"'label_propagation' parameter .* Got 'yes'"),
     (dict(propagation_alpha=1.0), r"'propagation_alpha' parameter .* range \[0.0, 1.0\)"),
+    (dict(graph_weight="yes"), r"'graph_weight' parameter .* Got 'yes'"),
 ])
 def test_bad_parameters_are_named(homophilous, params, match):
     X, _, A, y_fit = homophilous
@@ -204,3 +205,43 @@ def test_neighbors_graph_only_where_it_belongs(digits_semi):
         DIFFormerClassifier(**FAST, n_neighbors=600).fit(X, y_fit)
     with pytest.raises(ValueError, match=r"'n_neighbors' parameter .* Got 0"):
         DIFFormerClassifier(**FAST, n_neighbors=0).fit(X, y_fit)
+
+
+# -- graph_weight="auto": the graph term only where the graph agrees with the labels ---------
+def test_auto_graph_weight_drops_the_graph_term_on_a_heterophilous_graph(heterophilous):
+    X, y, A, y_fit = heterophilous
+    auto = DIFFormerClassifier(**FAST).fit(X, y_fit, adjacency=A)
+    official = DIFFormerClassifier(**FAST, graph_weight=None).fit(X, y_fit, adjacency=A)
+    assert auto.graph_weight_ == 0.0 and official.graph_weight_ is None
+    assert _accuracy(auto, y, y_fit) > 0.9
+    assert _accuracy(auto, y, y_fit) > _accuracy(official, y, y_fit) + 0.05
+
+
+def test_auto_graph_weight_keeps_a_homophilous_graph(homophilous):
+    X, _, A, y_fit = homophilous
+    assert DIFFormerClassifier(**FAST).fit(X, y_fit, adjacency=A).graph_weight_ is None
+
+
+def test_graph_check_on_features_and_their_graph_average(homophilous, heterophilous):
+    from skdiff.difformer._propagation import graph_helps_features
+
+    for (X, y, A, y_fit), expected in ((homophilous, True), (heterophilous, False)):
+        seeds = np.flatnonzero(y_fit != -1)
+        helps, plain, smoothed = graph_helps_features(
+            A, X, y[seeds], seeds, np.random.RandomState(0), classifier=True)
+        assert helps is expected and (smoothed > plain + 0.2) is expected
+    # too few labelled nodes per fold: the check does not run and the graph stays
+    helps, plain, _ = graph_helps_features(A, X, y[:6], np.arange(6),
+                                           np.random.RandomState(0), classifier=True)
+    assert helps and np.isnan(plain)
+
+
+def test_auto_graph_weight_leaves_the_neighbors_graph_and_regression_alone(heterophilous):
+    from skdiff import DIFFormerRegressor
+
+    X, y, A, y_fit = heterophilous
+    knn = DIFFormerClassifier(**FAST).fit(X, y_fit)  # semi-supervised: a k-NN graph
+    assert knn.n_neighbors_ > 0 and knn.graph_weight_ is None
+    reg = DIFFormerRegressor(**FAST, graph_weight="auto").fit(X, y.astype(float), adjacency=A)
+    assert reg.graph_weight_ == 0.0
+    assert DIFFormerRegressor(**FAST).fit(X, y.astype(float), adjacency=A).graph_weight_ is None
