@@ -19,6 +19,12 @@ Registered priors:
     0.0025, :math:`50 + 10D` points.
 ``"matern52"``
     The paper's Matérn-5/2 task, with the same lengthscale, variance, noise and points.
+
+A prior trained on your own family of functions (:func:`~skdiff.diffusion.train_prior` with
+``functions``) is saved the same way, with :func:`save_prior` and the configuration fitted to
+the family (:meth:`PriorConfig.for_functions <skdiff.diffusion.PriorConfig.for_functions>`):
+its manifest then records the family's units (``x_bounds``, ``y_loc``, ``y_scale``) beside
+the network, so the file alone is the whole prior.
 """
 
 from __future__ import annotations
@@ -63,7 +69,7 @@ PRIORS: dict[str, PriorConfig] = {
 DEFINING_FIELDS = (
     "kernel", "lengthscale", "scale_lengthscale_with_dims", "variance", "noise", "domain",
     "n_dims", "n_points", "hidden_dim", "n_layers", "n_heads", "timesteps", "beta_start",
-    "beta_end",
+    "beta_end", "x_bounds", "y_loc", "y_scale",
 )
 
 
