@@ -19,6 +19,12 @@ Registered priors:
     0.0025, :math:`50 + 10D` points.
 ``"matern52"``
     The paper's Matérn-5/2 task, with the same lengthscale, variance, noise and points.
+
+A prior trained on your own family of functions (:func:`~skdiff.diffusion.train_prior` with
+``functions``) is saved the same way, with :func:`save_prior` and the configuration fitted to
+the family (:meth:`PriorConfig.for_functions <skdiff.diffusion.PriorConfig.for_functions>`):
+its manifest then records the family's units (``x_bounds``, ``y_loc``, ``y_scale``) beside
+the network, so the file alone is the whole prior.
 """
 
 from __future__ import annotations
@@ -63,7 +69,7 @@ PRIORS: dict[str, PriorConfig] = {
 DEFINING_FIELDS = (
     "kernel", "lengthscale", "scale_lengthscale_with_dims", "variance", "noise", "domain",
     "n_dims", "n_points", "hidden_dim", "n_layers", "n_heads", "timesteps", "beta_start",
-    "beta_end",
+    "beta_end", "x_bounds", "y_loc", "y_scale",
 )
 
 
@@ -121,8 +127,28 @@ def _sha256(data: bytes) -> str:
 def save_prior(name, config, state_dict, *, directory=None, dtype=torch.float16, **record):
     """Write ``<name>_d<D>.pt`` (weights stored as ``dtype``) and its JSON manifest.
 
-    ``record`` holds free-form provenance (command, seed, steps, final_loss, ...). Returns the
-    paths written.
+    Parameters
+    ----------
+    name : str
+        Name of the prior; the files are ``<name>_d<D>.pt`` and ``<name>_d<D>.json``.
+    config : PriorConfig
+        The configuration the weights were trained with (for a prior trained on functions,
+        the one fitted to them, :meth:`PriorConfig.for_functions`, which carries their
+        units); the manifest records it.
+    state_dict : dict of tensors
+        The weights, e.g. the EMA state returned by :func:`train_prior`.
+    directory : path, default=None
+        Folder to write to (default: the package's ``skdiff/weights``).
+    dtype : torch.dtype, default=torch.float16
+        Storage type of the floating-point weights (loaded back as float32).
+    **record
+        Free-form provenance stored in the manifest (command, seed, steps, final_loss, ...).
+
+    Returns
+    -------
+    pt, manifest : Path
+        The paths written. The manifest holds the weights file's SHA-256, checked by
+        :func:`load_prior_file` (and ``NDPRegressor(prior=pt)``) before loading.
     """
     pt, js = _paths(name, config.n_dims, directory)
     pt.parent.mkdir(parents=True, exist_ok=True)

@@ -17,6 +17,7 @@ shuffle=False, extra_callbacks=prior_callbacks(config, total_steps))``.
 from __future__ import annotations
 
 import dataclasses
+import hashlib
 import io
 import json
 import math
@@ -31,6 +32,7 @@ from skorch.callbacks import Callback, GradientNormClipping, ProgressBar
 from skorch.history import History
 from torch.utils.data import Dataset
 
+from .._checks import fit_scale
 from .._engine import FiniteLossGuard, Net, atomic_write, first_item, torch_seed
 from ..datasets._gp import KERNELS, make_gp_functions
 from ..nn.ndp import NDPNoiseModel
@@ -38,6 +40,7 @@ from .schedule import NoiseSchedule
 
 __all__ = [
     "EMA",
+    "FunctionFamilyBatches",
     "GPFunctionBatches",
     "NoisePredictionLoss",
     "PriorConfig",
@@ -91,6 +94,14 @@ class PriorConfig:
     grad_clip : float, default=1.0
         Largest L2 norm of the gradient (over all weights); larger gradients are scaled
         down to it.
+    x_bounds : tuple of (float, float) pairs or None, default=None
+        Set for a prior trained on a family of functions (see :meth:`for_functions`): the
+        region of the family's inputs, one ``(low, high)`` pair per input dimension, mapped
+        affinely onto ``domain``. ``None``: a GP prior, whose inputs are mapped per call.
+    y_loc, y_scale : float or None, default=None
+        Set with ``x_bounds``: the family's pooled mean and standard deviation of ``y``, the
+        units in which the prior was trained. :class:`~skdiff.NDPRegressor` standardises a
+        context with them instead of with the context's own mean and standard deviation.
     """
 
     kernel: str | tuple = ("se", "matern12", "matern32", "matern52")
@@ -115,6 +126,9 @@ class PriorConfig:
     warmup_steps: int = 500
     ema_decay: float = 0.995
     grad_clip: float = 1.0
+    x_bounds: tuple | None = None
+    y_loc: float | None = None
+    y_scale: float | None = None
 
     def __post_init__(self):
         kernels = (self.kernel,) if isinstance(self.kernel, str) else tuple(self.kernel)
@@ -127,18 +141,55 @@ class PriorConfig:
             raise ValueError(f"'n_dims' must be an int >= 1; got {self.n_dims!r}.")
         if not 0 <= self.ema_decay < 1:
             raise ValueError(f"'ema_decay' must lie in [0, 1); got {self.ema_decay!r}.")
+        self._check_units()
+
+    def _check_units(self):
+        """The family's units: all three of ``x_bounds``, ``y_loc``, ``y_scale`` or none;
+        ``x_bounds`` stored as a tuple of ``(low, high)`` float pairs (hashable, JSON-stable)."""
+        units = (self.x_bounds, self.y_loc, self.y_scale)
+        if all(u is None for u in units):
+            return
+        if any(u is None for u in units):
+            raise ValueError(
+                "'x_bounds', 'y_loc' and 'y_scale' describe the units of a family of functions "
+                f"and are set together; got x_bounds={self.x_bounds!r}, y_loc={self.y_loc!r}, "
+                f"y_scale={self.y_scale!r}. Use config.for_functions(functions) to set them.")
+        b = np.asarray(self.x_bounds, dtype=np.float64)
+        if b.shape != (self.n_dims, 2) or not np.isfinite(b).all() or \
+                np.any(b[:, 1] <= b[:, 0]):
+            raise ValueError(
+                f"'x_bounds' must hold one finite (low, high) pair with low < high per input "
+                f"dimension, shape ({self.n_dims}, 2); got {self.x_bounds!r}.")
+        if not (math.isfinite(self.y_loc) and math.isfinite(self.y_scale) and self.y_scale > 0):
+            raise ValueError(f"'y_loc' must be finite and 'y_scale' finite and > 0; got "
+                             f"y_loc={self.y_loc!r}, y_scale={self.y_scale!r}.")
+        object.__setattr__(self, "x_bounds", tuple(tuple(float(v) for v in p) for p in b))
+        object.__setattr__(self, "y_loc", float(self.y_loc))
+        object.__setattr__(self, "y_scale", float(self.y_scale))
+
+    @property
+    def from_functions(self):
+        """Whether the prior was trained on a family of functions (it carries their units:
+        ``x_bounds``, ``y_loc`` and ``y_scale``) rather than on GP draws."""
+        return self.x_bounds is not None
 
     # JSON round trip (tuples become lists in JSON)
     def to_dict(self):
         """The configuration as a JSON-ready dict (tuples as lists).
+
+        The units of a family (``x_bounds``, ``y_loc``, ``y_scale``) are left out when unset,
+        so a GP prior's dict (its manifest, its cache key) does not depend on them.
 
         Returns
         -------
         d : dict
             Field name -> value; :meth:`from_dict` reads it back.
         """
-        return {k: (list(v) if isinstance(v, tuple) else v)
-                for k, v in dataclasses.asdict(self).items()}
+        d = {k: _as_lists(v) for k, v in dataclasses.asdict(self).items()}
+        if not self.from_functions:
+            for k in _UNIT_FIELDS:
+                del d[k]
+        return d
 
     @classmethod
     def from_dict(cls, d):
@@ -159,7 +210,7 @@ class PriorConfig:
         unknown = set(d) - names
         if unknown:
             raise ValueError(f"Unknown PriorConfig fields {sorted(unknown)}.")
-        return cls(**{k: (tuple(v) if isinstance(v, list) else v) for k, v in d.items()})
+        return cls(**{k: _as_tuples(v) for k, v in d.items()})
 
     def replace(self, **changes):
         """A copy with some fields changed (the configuration is immutable).
@@ -175,6 +226,91 @@ class PriorConfig:
             The changed copy.
         """
         return dataclasses.replace(self, **changes)
+
+    def for_functions(self, functions, *, x_bounds=None):
+        """This configuration fitted to a family of functions: their units and dimension.
+
+        The copy has ``n_dims`` set to the functions' input dimension, ``noise`` to 0 (the
+        functions carry their own observation noise), ``x_bounds`` to the region of the
+        family's inputs (mapped onto ``domain``) and ``y_loc``, ``y_scale`` to the pooled
+        mean and standard deviation of all their values. A configuration that carries units
+        already keeps them, so fitting twice changes nothing and :func:`train_prior` trains
+        in exactly the units that are saved with the weights.
+
+        Parameters
+        ----------
+        functions : sequence of (X, y) pairs
+            At least 2 functions; ``X`` of shape (n_i,) or (n_i, D), ``y`` of shape (n_i,),
+            ``n_i >= 2`` finite points each, the same ``D`` for all; the ``n_i`` may differ.
+        x_bounds : array-like of shape (2,) or (D, 2), default=None
+            The ``(low, high)`` region of the inputs (one pair for every dimension, or one
+            per dimension). ``None``: the smallest and largest input over all functions.
+
+        Returns
+        -------
+        config : PriorConfig
+            The fitted copy (``from_functions`` is true).
+
+        Examples
+        --------
+        >>> import numpy as np
+        >>> from skdiff.diffusion import PriorConfig
+        >>> hours = np.arange(24.0)
+        >>> days = [(hours, 10 + np.sin(hours / 4)), (hours[:12], 12 + np.cos(hours[:12]))]
+        >>> cfg = PriorConfig().for_functions(days)
+        >>> cfg.x_bounds, cfg.noise, round(cfg.y_loc, 2)
+        (((0.0, 23.0),), 0.0, 10.66)
+        """
+        Xs, ys = check_functions(functions)
+        n_dims = Xs[0].shape[1]
+        if self.from_functions:
+            if self.n_dims != n_dims:
+                raise ValueError(
+                    f"The configuration carries the units of a family of {self.n_dims}-D "
+                    f"functions; 'functions' have {n_dims} input dimension(s). Fit a "
+                    "configuration without units (x_bounds=None) to these functions.")
+            if x_bounds is not None and \
+                    not np.array_equal(_checked_x_bounds(x_bounds, n_dims), self.x_bounds):
+                raise ValueError(
+                    f"'x_bounds'={x_bounds!r} conflicts with the configuration's own "
+                    f"x_bounds={self.x_bounds!r}; pass x_bounds=None to keep the "
+                    "configuration's, or start from one without units.")
+            return self
+        if x_bounds is None:
+            X = np.concatenate(Xs)
+            bounds = np.stack([X.min(0), X.max(0)], axis=1)
+            flat = np.flatnonzero(bounds[:, 1] <= bounds[:, 0])
+            if flat.size:
+                raise ValueError(
+                    f"Input dimension {int(flat[0])} of 'functions' takes the single value "
+                    f"{float(bounds[flat[0], 0])!r} in every function, so its region cannot be "
+                    "inferred; pass 'x_bounds' (low, high) pairs or drop that dimension.")
+        else:
+            bounds = _checked_x_bounds(x_bounds, n_dims)
+        loc, scale, constant = fit_scale(np.concatenate(ys)[:, None], name="the functions' y",
+                                         return_constant=True)
+        if constant[0]:
+            raise ValueError("Every value of every function in 'functions' is the same; a "
+                             "constant family has no shape to learn.")
+        return self.replace(n_dims=int(n_dims), noise=0.0, x_bounds=bounds,
+                            y_loc=float(loc[0]), y_scale=float(scale[0]))
+
+    def family_map(self):
+        """``(offset, scale)`` of the affine maps of a family's inputs and values onto the
+        prior's: ``z = (x - offset_x) * scale_x`` and ``(y - y_loc) / y_scale``.
+
+        Returns
+        -------
+        offset, scale : ndarray of shape (n_dims,)
+            The input map (``x_bounds`` onto ``domain``).
+        """
+        if not self.from_functions:
+            raise ValueError("This configuration carries no units (x_bounds is None); fit "
+                             "it to a family with config.for_functions(functions).")
+        b = np.asarray(self.x_bounds)
+        lo, hi = (float(v) for v in self.domain)
+        scale = (hi - lo) / (b[:, 1] - b[:, 0])
+        return b[:, 0] - lo / scale, scale
 
     @property
     def points(self):
@@ -229,6 +365,83 @@ class PriorConfig:
         )
 
 
+def _checked_x_bounds(x_bounds, n_dims):
+    """``x_bounds`` as a validated (n_dims, 2) float array."""
+    try:
+        b = np.asarray(x_bounds, dtype=np.float64)
+    except (TypeError, ValueError):
+        b = np.empty(0)
+    if b.shape == (2,):
+        b = np.tile(b, (n_dims, 1))
+    if b.shape != (n_dims, 2) or not np.isfinite(b).all() or np.any(b[:, 1] <= b[:, 0]):
+        raise ValueError(
+            f"'x_bounds' must be finite (low, high) pairs with low < high, of shape (2,) or "
+            f"(n_dims, 2) = ({n_dims}, 2); got {x_bounds!r}.")
+    return b
+
+
+def check_functions(functions):
+    """Validate a family of functions: lists of ``X_i`` (n_i, D) and ``y_i`` (n_i,), float64.
+
+    Parameters
+    ----------
+    functions : sequence of (X, y) pairs
+        ``X`` of shape (n_i,) or (n_i, D), ``y`` of shape (n_i,); at least 2 functions of
+        at least 2 finite points each, all with the same ``D``.
+
+    Returns
+    -------
+    Xs, ys : list of ndarray
+        The inputs as (n_i, D) arrays and the values as (n_i,) arrays.
+    """
+    fix = "Pass a list of (X, y) pairs, X of shape (n_i,) or (n_i, D) and y of shape (n_i,)."
+    if isinstance(functions, (str, bytes, np.ndarray)) or not hasattr(functions, "__len__"):
+        raise TypeError(f"'functions' must be a sequence of (X, y) pairs; got a "
+                        f"{type(functions).__name__}. {fix}")
+    if len(functions) < 2:
+        raise ValueError(f"'functions' must hold at least 2 functions (a family to learn "
+                         f"from); got {len(functions)}. {fix}")
+    Xs, ys = [], []
+    for i, pair in enumerate(functions):
+        if not isinstance(pair, (tuple, list)) or len(pair) != 2:
+            raise ValueError(f"'functions'[{i}] must be an (X, y) pair; got a "
+                             f"{type(pair).__name__}. {fix}")
+        try:
+            X = np.asarray(pair[0], dtype=np.float64)
+            y = np.asarray(pair[1], dtype=np.float64)
+        except (TypeError, ValueError) as exc:
+            raise ValueError(f"'functions'[{i}] must hold numbers ({exc}). {fix}") from exc
+        X = X[:, None] if X.ndim == 1 else X
+        if X.ndim != 2 or y.ndim != 1 or len(X) != len(y):
+            raise ValueError(f"'functions'[{i}] has X of shape {np.shape(pair[0])} and y of "
+                             f"shape {np.shape(pair[1])}; they must be (n_i,) or (n_i, D) and "
+                             f"(n_i,) with the same n_i. {fix}")
+        if len(y) < 2:
+            raise ValueError(f"'functions'[{i}] has {len(y)} point(s); every function needs "
+                             "at least 2. Drop it or merge it with its neighbours.")
+        if Xs and X.shape[1] != Xs[0].shape[1]:
+            raise ValueError(f"'functions'[{i}] has {X.shape[1]} input dimension(s) but "
+                             f"'functions'[0] has {Xs[0].shape[1]}; a family shares one D.")
+        if not (np.isfinite(X).all() and np.isfinite(y).all()):
+            raise ValueError(f"'functions'[{i}] holds NaN or infinite values; drop those "
+                             "points.")
+        Xs.append(X)
+        ys.append(y)
+    return Xs, ys
+
+
+#: The fields that carry the units of a family of functions (unset for a GP prior).
+_UNIT_FIELDS = ("x_bounds", "y_loc", "y_scale")
+
+
+def _as_lists(v):
+    return [_as_lists(u) for u in v] if isinstance(v, tuple) else v
+
+
+def _as_tuples(v):
+    return tuple(_as_tuples(u) for u in v) if isinstance(v, list) else v
+
+
 def stratified_timesteps(batch_size, T, rng):
     """Low-discrepancy diffusion steps: one uniform draw in each of ``batch_size`` equal strata of
     ``[0, T)`` (official ``process.loss``), which lowers the variance of the loss estimate."""
@@ -237,7 +450,22 @@ def stratified_timesteps(batch_size, T, rng):
     return np.minimum(t, T - 1)
 
 
-class GPFunctionBatches(Dataset):
+class _SeededBatches(Dataset):
+    """``n_batches`` items per epoch from a stream seeded by ``random_state`` and a counter
+    ``calls`` (the state a checkpoint stores to resume the stream exactly)."""
+
+    def __len__(self):
+        return self.n_batches
+
+    def _next_rng(self):
+        # The counter (not the item index) seeds the draw: epochs see new data, runs repeat.
+        rng = np.random.RandomState(np.random.SeedSequence(
+            [self.random_state, self.calls]).generate_state(1)[0])
+        self.calls += 1
+        return rng
+
+
+class GPFunctionBatches(_SeededBatches):
     """Dataset whose items are whole noised training batches (use ``batch_size=1``).
 
     Item ``i`` is ``(X, target)`` with ``X = {"x": [b, n, d], "y_t": [b, n, 1], "t": [b],
@@ -274,14 +502,8 @@ class GPFunctionBatches(Dataset):
                 raise ValueError("A fixed pool ('pool_size') needs a single configuration.")
             self.pool = self.config.draw_functions(int(pool_size), self.random_state)
 
-    def __len__(self):
-        return self.n_batches
-
     def __getitem__(self, index):
-        # The counter (not ``index``) seeds the draw: epochs see new data, runs are repeatable.
-        rng = np.random.RandomState(np.random.SeedSequence(
-            [self.random_state, self.calls]).generate_state(1)[0])
-        self.calls += 1
+        rng = self._next_rng()
         b = self.config.batch_size
         if self.pool is None:
             cfg = self.configs[rng.randint(len(self.configs))] if len(self.configs) > 1 \
@@ -291,20 +513,86 @@ class GPFunctionBatches(Dataset):
         else:
             idx = rng.randint(len(self.pool.y), size=b)
             X, y0, mask = self.pool.X[idx], self.pool.y[idx], self.pool.mask[idx]
-        t = stratified_timesteps(b, len(self.sqrt_ab), rng)
-        eps = rng.standard_normal(y0.shape)
-        a = self.sqrt_ab[t][:, None]
-        y_t = a * y0 + np.sqrt(1.0 - a**2) * eps
-        weight = (~mask).astype(np.float64)
-        f32 = torch.float32
-        feats = {
-            "x": torch.as_tensor(X, dtype=f32),
-            "y_t": torch.as_tensor(y_t[..., None], dtype=f32),
-            "t": torch.as_tensor(t, dtype=torch.long),
-            "mask": torch.as_tensor(mask),
-        }
-        target = torch.as_tensor(np.stack([eps * weight, weight], axis=-1), dtype=f32)
-        return feats, target
+        return noised_batch(X, y0, mask, self.sqrt_ab, rng)
+
+
+def noised_batch(X, y0, mask, sqrt_ab, rng):
+    """One training item from clean functions: ``X`` [b, n, d], ``y0`` [b, n], ``mask``
+    [b, n] (True for padding), noised to stratified levels (see :class:`GPFunctionBatches`)."""
+    b = len(y0)
+    t = stratified_timesteps(b, len(sqrt_ab), rng)
+    eps = rng.standard_normal(y0.shape)
+    a = sqrt_ab[t][:, None]
+    y_t = a * y0 + np.sqrt(1.0 - a**2) * eps
+    weight = (~mask).astype(np.float64)
+    f32 = torch.float32
+    feats = {
+        "x": torch.as_tensor(X, dtype=f32),
+        "y_t": torch.as_tensor(y_t[..., None], dtype=f32),
+        "t": torch.as_tensor(t, dtype=torch.long),
+        "mask": torch.as_tensor(mask),
+    }
+    target = torch.as_tensor(np.stack([eps * weight, weight], axis=-1), dtype=f32)
+    return feats, target
+
+
+class FunctionFamilyBatches(_SeededBatches):
+    """Dataset of noised training batches drawn from a family of the user's functions.
+
+    The sibling of :class:`GPFunctionBatches` (same items, same seeded stream with its
+    ``calls`` counter, so checkpoints resume bit for bit) for a fixed collection of curves of
+    varying lengths. Each item picks ``config.batch_size`` functions at random (with
+    replacement) and from each a random subset of ``n`` of its points, ``n`` drawn uniformly
+    from ``config.points`` and capped by the shortest function picked, so no padding is
+    needed. Inputs and values are mapped with the family's fixed affine maps
+    (:meth:`PriorConfig.family_map`): the map is part of the prior, not of the batch.
+
+    Parameters
+    ----------
+    config : PriorConfig
+        A configuration fitted to ``functions`` (:meth:`PriorConfig.for_functions`).
+    functions : sequence of (X, y) pairs
+        The family (see :meth:`PriorConfig.for_functions`).
+    n_batches : int
+        Items per epoch (= optimisation steps per epoch).
+    random_state : int, default=0
+        Seed of the stream of items.
+    """
+
+    def __init__(self, config, functions, n_batches, *, random_state=0):
+        Xs, ys = check_functions(functions)
+        if not config.from_functions or config.n_dims != Xs[0].shape[1]:
+            raise ValueError("FunctionFamilyBatches needs a configuration fitted to its "
+                             "functions: pass config.for_functions(functions).")
+        self.config = config
+        self.n_batches = int(n_batches)
+        self.random_state = int(random_state)
+        self.sqrt_ab = config.schedule().sqrt_alpha_bars.double().numpy()
+        self.calls = 0
+        # the family padded into [F, n_max] arrays once, already in the prior's units
+        self.lengths = np.array([len(y) for y in ys])
+        rows = np.repeat(np.arange(len(ys)), self.lengths)
+        cols = np.arange(rows.size) - np.repeat(np.cumsum(self.lengths) - self.lengths,
+                                                self.lengths)
+        offset, scale = config.family_map()
+        self.X = np.zeros((len(ys), self.lengths.max(), config.n_dims))
+        self.y = np.zeros((len(ys), self.lengths.max()))
+        self.X[rows, cols] = (np.concatenate(Xs) - offset) * scale
+        self.y[rows, cols] = (np.concatenate(ys) - config.y_loc) / config.y_scale
+
+    def __getitem__(self, index):
+        rng = self._next_rng()
+        b, (lo, hi) = self.config.batch_size, self.config.points
+        idx = rng.randint(len(self.lengths), size=b)
+        n = min(rng.randint(lo, hi + 1), int(self.lengths[idx].min()))
+        # a uniformly random subset of each function's points: the n smallest of uniform keys,
+        # with the padding beyond a function's length keyed out of reach
+        keys = rng.random_sample((b, self.y.shape[1]))
+        keys[np.arange(self.y.shape[1]) >= self.lengths[idx][:, None]] = 2.0
+        pick = np.argpartition(keys, n - 1, axis=1)[:, :n]
+        rows = idx[:, None]
+        return noised_batch(self.X[rows, pick], self.y[rows, pick], np.zeros((b, n), bool),
+                            self.sqrt_ab, rng)
 
 
 class NoisePredictionLoss(torch.nn.Module):
@@ -495,10 +783,20 @@ def prior_callbacks(config, total_steps, *, verbose=0):
     return cbs
 
 
-def train_prior(config=None, *, max_epochs=20, steps_per_epoch=250, pool_size=None,
-                module=None, device="cpu", random_state=0, verbose=0, callbacks=None,
-                checkpoint=None, checkpoint_every=300.0, resume=False, on_checkpoint=None):
-    """Train an NDP noise model on functions from ``config``'s GP prior.
+def train_prior(config=None, *, functions=None, x_bounds=None, max_epochs=20,
+                steps_per_epoch=250, pool_size=None, module=None, device="cpu", random_state=0,
+                verbose=0, callbacks=None, checkpoint=None, checkpoint_every=300.0,
+                resume=False, on_checkpoint=None):
+    """Train an NDP noise model on functions from ``config``'s GP prior, or on your own.
+
+    With ``functions``, the prior learns a family of related curves (daily profiles, growth
+    curves, spectra, ...) instead of GP draws: each step takes ``config.batch_size`` of
+    them at random and a random subset of each one's points
+    (:class:`FunctionFamilyBatches`), in the family's units, fixed by
+    :meth:`PriorConfig.for_functions`. Save the weights with that fitted configuration,
+    ``save_prior(name, config.for_functions(functions), ema_state)``, and
+    :class:`~skdiff.NDPRegressor` conditions the prior on a new member of the family in the
+    same units.
 
     ε-prediction with stratified t, the L1 (or L2) loss, Adam with gradient clipping at
     ``config.grad_clip``, linear warm-up then cosine decay of the learning rate, and an EMA of
@@ -510,6 +808,15 @@ def train_prior(config=None, *, max_epochs=20, steps_per_epoch=250, pool_size=No
         ``None`` uses ``PriorConfig()`` (the default "gp" prior in one dimension). A sequence
         trains one network on batches drawn from each in turn at random (e.g. several ``n_dims``);
         the first one sets the network and the optimisation settings.
+    functions : sequence of (X, y) pairs, default=None
+        Train on these functions instead of GP draws: at least 2, ``X`` of shape (n_i,) or
+        (n_i, D), ``y`` of shape (n_i,), ``n_i >= 2``; lengths may differ. ``config`` (a
+        single one) sets the network, the optimisation and the points per batch function
+        (``n_points``); its GP fields are not used. ``None``: GP draws.
+    x_bounds : array-like of shape (2,) or (D, 2), default=None
+        With ``functions``: the region of the inputs mapped onto the prior's domain
+        (``None``: the smallest and largest input over the functions); see
+        :meth:`PriorConfig.for_functions`.
     max_epochs : int, default=20
         Epochs; one epoch is ``steps_per_epoch`` optimisation steps (``config.batch_size``
         functions each), so the run has ``max_epochs * steps_per_epoch`` steps.
@@ -517,7 +824,8 @@ def train_prior(config=None, *, max_epochs=20, steps_per_epoch=250, pool_size=No
         Optimisation steps per epoch (each on a fresh batch of ``config.batch_size``
         functions unless ``pool_size`` is set).
     pool_size : int or None, default=None
-        ``None``: fresh functions every step; an int: a fixed pool of functions.
+        ``None``: fresh functions every step; an int: a fixed pool of functions (of GP
+        draws; ``functions`` are a fixed pool already).
     module : NDPNoiseModel, default=None
         Start from this module (e.g. to continue training); ``None`` builds a fresh one.
     device : str, default="cpu"
@@ -564,15 +872,47 @@ def train_prior(config=None, *, max_epochs=20, steps_per_epoch=250, pool_size=No
     >>> module, ema_state, history = train_prior(cfg, max_epochs=2, steps_per_epoch=5)
     >>> len(history), module.linear_output.weight.shape == ema_state["linear_output.weight"].shape
     (2, True)
+
+    On a family of curves of varying lengths (hour of the day -> value):
+
+    >>> import numpy as np
+    >>> rng = np.random.RandomState(0)
+    >>> days = [(h, np.sin(2 * np.pi * h / 24) + rng.normal(size=1))
+    ...         for h in (np.sort(rng.choice(24, rng.randint(12, 25), replace=False))
+    ...                   for _ in range(20))]
+    >>> cfg = cfg.replace(n_points=(6, 12)).for_functions(days)
+    >>> module, ema_state, history = train_prior(cfg, functions=days, max_epochs=1,
+    ...                                          steps_per_epoch=5)
+    >>> cfg.x_bounds, len(history)
+    (((0.0, 23.0),), 1)
     """
     config = PriorConfig() if config is None else config
     configs = [config] if isinstance(config, PriorConfig) else list(config)
     config = configs[0]
     total = int(max_epochs) * int(steps_per_epoch)
     seed = int(random_state)
-    dataset = GPFunctionBatches(configs, steps_per_epoch, pool_size=pool_size, random_state=seed)
+    if functions is None:
+        if x_bounds is not None:
+            raise ValueError("'x_bounds' maps the inputs of 'functions', which is None; pass "
+                             "the functions to train on, or leave x_bounds None for GP draws.")
+        dataset = GPFunctionBatches(configs, steps_per_epoch, pool_size=pool_size,
+                                    random_state=seed)
+        data = None
+    else:
+        if len(configs) > 1 or pool_size is not None:
+            raise ValueError(
+                "Training on 'functions' takes a single PriorConfig and no 'pool_size' (the "
+                f"functions are the pool); got {len(configs)} configuration(s) and "
+                f"pool_size={pool_size!r}.")
+        config = config.for_functions(functions, x_bounds=x_bounds)
+        configs = [config]
+        dataset = FunctionFamilyBatches(config, functions, steps_per_epoch, random_state=seed)
+        data = hashlib.sha256(b"".join(np.ascontiguousarray(a).tobytes() for a in (
+            dataset.lengths, dataset.X, dataset.y))).hexdigest()
     meta = {"configs": [c.to_dict() for c in configs], "max_epochs": int(max_epochs),
             "steps_per_epoch": int(steps_per_epoch), "pool_size": pool_size, "seed": seed}
+    if data is not None:  # a checkpoint of another family is refused on resume
+        meta["functions_sha256"] = data
     saved = _saved_run(checkpoint, meta) if resume else None
     with torch_seed(seed, device):
         if module is None or saved is not None:

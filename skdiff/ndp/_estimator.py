@@ -67,12 +67,22 @@ class NDPRegressor(RegressorMixin, EstimatorBase):
     lengthscales are relative to that box. ``predict``, ``sample_posterior`` and
     ``log_likelihood`` use the same map for the same query points.
 
+    **Priors trained on your functions.** A prior trained on a family of related curves
+    (:func:`skdiff.diffusion.train_prior` with ``functions``) carries the family's units:
+    its inputs are mapped with the family's fixed map (its ``x_bounds`` onto the whole
+    domain, unless ``x_bounds`` is passed here) and ``y`` is standardised with the family's
+    pooled mean and standard deviation instead of the context's, which 3 points cannot
+    estimate. One context point is then enough, and an empty region of the curve is
+    predicted from what the family does there.
+
     **Observation noise.** The prior's training functions carry observation noise (variance
     ``0.0025`` on the standardised scale, independent of ``f``), so the samples are samples of
     noisy observations :math:`y_*`. ``predict(return_std=True)`` returns their standard
     deviation when ``predict_noise=True`` (default, like a GP with a ``WhiteKernel``: the
     uncertainty of a new measurement); with ``predict_noise=False`` that noise variance is
-    subtracted (the uncertainty of the latent function ``f``).
+    subtracted (the uncertainty of the latent function ``f``). A prior trained on functions
+    records a noise of 0: its samples are of observations like the family's, whose noise
+    it cannot tell from the signal, so ``predict_noise`` changes nothing there.
 
     Parameters
     ----------
@@ -81,8 +91,9 @@ class NDPRegressor(RegressorMixin, EstimatorBase):
         with log-normal lengthscales, marginalised), ``"se"`` or ``"matern52"`` (the paper's
         tasks); or the path of a weights file written by
         :func:`skdiff.diffusion.priors.save_prior` (e.g. a prior trained on your own family
-        of functions), or of a folder of such files named ``<name>_d<D>.pt``. Files are
-        verified against their manifests' checksums.
+        of functions, which then brings its family's units: see above), or of a folder of
+        such files named ``<name>_d<D>.pt``. Files are verified against their manifests'
+        checksums and loaded as plain tensors (``weights_only``).
     pretrained : bool, default=True
         Use the shipped weights. ``False`` trains a prior of this configuration (minutes;
         cached in ``cache_dir``).
@@ -102,15 +113,17 @@ class NDPRegressor(RegressorMixin, EstimatorBase):
         Monte Carlo samples behind ``predict``.
     x_bounds : array-like of shape (2,) or (n_features, 2), default=None
         The region of interest, mapped onto the prior's whole domain for every call; query
-        points outside it draw a warning. ``None``: the box of the context and the query
-        points of each call, mapped to ``x_margin`` times the domain.
+        points outside it draw a warning. ``None``: the family's region for a prior trained
+        on functions, else the box of the context and the query points of each call, mapped
+        to ``x_margin`` times the domain.
     x_margin : float in (0, 1], default=0.9
         With ``x_bounds=None``, the fraction of the domain (per feature) that the box of the
         context and query points fills.
     predict_noise : bool, default=True
         Whether ``predict``'s std/cov include the observation noise (see above).
     normalize_y : bool, default=True
-        Standardise ``y`` with its mean and standard deviation (needs 2 or more points).
+        Standardise ``y`` with its mean and standard deviation (needs 2 or more points), or,
+        for a prior trained on functions, with the family's.
         ``False`` takes ``y`` as already on the prior's scale (zero mean, unit variance), as
         in the paper's tasks; one training point is then enough.
     max_context : int, default=128
@@ -161,9 +174,9 @@ class NDPRegressor(RegressorMixin, EstimatorBase):
     y_train_ : ndarray of shape (n_context,)
         Standardised context values.
     x_bounds_ : ndarray of shape (n_features, 2) or None
-        The validated ``x_bounds``.
+        The validated ``x_bounds`` (or the family's region of a prior trained on functions).
     y_mean_, y_std_ : float
-        The target standardisation.
+        The target standardisation (the family's for a prior trained on functions).
     noise_variance_ : float
         The prior's observation-noise variance in the units of ``y``.
     n_features_in_ : int
@@ -276,8 +289,8 @@ class NDPRegressor(RegressorMixin, EstimatorBase):
         if y_arr.dtype.kind not in "biufO":
             raise ValueError(f"NDPRegressor needs numeric targets; y has dtype {y_arr.dtype}.")
         X, y = validate_data(self, X, y, dtype=np.float64, y_numeric=True)
-        self._set_target_scale(y)
         self._get_prior(X.shape[1], seed)
+        self._set_target_scale(y)
         self.x_bounds_ = self._checked_bounds(X.shape[1])
         idx = self._context_rows(len(X), seed)
         self.X_train_ = X[idx]
@@ -289,9 +302,13 @@ class NDPRegressor(RegressorMixin, EstimatorBase):
 
     def _set_target_scale(self, y):
         """``y_mean_`` and ``y_std_``: the standardisation of ``y`` (identity without
-        ``normalize_y``)."""
+        ``normalize_y``): the family's units for a prior trained on functions (a few points
+        cannot estimate the level and scale; the family can), else the context's own."""
         if not self.normalize_y:
             self.y_mean_, self.y_std_ = 0.0, 1.0
+            return
+        if self.prior_config_.from_functions:
+            self.y_mean_, self.y_std_ = self.prior_config_.y_loc, self.prior_config_.y_scale
             return
         if len(y) < 2:
             raise ValueError(
@@ -352,9 +369,16 @@ class NDPRegressor(RegressorMixin, EstimatorBase):
             verbose=self.verbose, callbacks=self.callbacks)
 
     def _checked_bounds(self, d):
-        """``x_bounds`` as a validated (d, 2) array, or None."""
+        """``x_bounds`` as a validated (d, 2) array, or None: a prior trained on functions
+        brings its family's region unless ``x_bounds`` is given."""
+        config = self.prior_config_
+        if config.from_functions and config.n_dims != d:
+            raise ValueError(
+                f"The prior {self.prior!r} was trained on a family of {config.n_dims}-D "
+                f"functions; X has {d} feature(s). Fit it on {config.n_dims} feature(s), or "
+                "train a prior on functions of this dimension.")
         if self.x_bounds is None:
-            return None
+            return np.asarray(config.x_bounds) if config.from_functions else None
         b = np.asarray(self.x_bounds, dtype=np.float64)
         if b.shape == (2,):
             b = np.tile(b, (d, 1))
@@ -393,9 +417,11 @@ class NDPRegressor(RegressorMixin, EstimatorBase):
             warnings.warn(
                 "Some query points lie far outside 'x_bounds' (mapped to "
                 f"[{Z.min():.2f}, {Z.max():.2f}], the prior was trained on [{lo:g}, {hi:g}]); "
-                "predictions there are extrapolations the prior has not seen. Widen 'x_bounds', "
-                "or leave it None to map each call's query points into the domain.",
-                UserWarning, stacklevel=3)
+                "predictions there are extrapolations the prior has not seen. " + (
+                    "The prior's family never reached there: train it on functions that do."
+                    if self.prior_config_.from_functions and self.x_bounds is None else
+                    "Widen 'x_bounds', or leave it None to map each call's query points into "
+                    "the domain."), UserWarning, stacklevel=3)
         return Zc, Z
 
     def _eps_model(self):
