@@ -10,6 +10,12 @@ step). Kill the process at any time and continue with the same command plus ``--
     python scripts/pretrain_ndp.py --prior se --n-dims 1 --steps 20000 --run-dir runs/se_d1 \\
         --resume
 
+``--max-seconds S`` ends the process at the first epoch end after S seconds, checkpoint and
+weights written: a borrowed GPU trains as far as its time allows, in one command, e.g.
+``python scripts/pretrain_ndp.py --prior gp --n-dims 1 --steps 20000 --device cuda
+--run-dir runs/gp_d1 --resume --max-seconds 480``, and the run continues from the same folder
+on any device (bit for bit on the same device and torch build).
+
 ``--install`` copies the exported weights into ``skdiff/weights`` when the run completes.
 One network can serve several input dimensions (``--n-dims 2 3`` trains on batches of both
 and exports one file per D): the noise model is invariant to the number of dimensions.
@@ -61,6 +67,20 @@ def _init_module(config, init_from, record):
     return module
 
 
+def _without_session_flags(argv):
+    """The arguments that define the run (the manifest's command): without ``--resume`` and
+    ``--max-seconds``, which only say how this process takes part in it."""
+    out, skip = [], False
+    for a in argv:
+        if skip:
+            skip = False
+        elif a == "--max-seconds":
+            skip = True
+        elif a != "--resume" and not a.startswith("--max-seconds="):
+            out.append(a)
+    return out
+
+
 def main(argv=None):
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("--prior", default="gp")
@@ -74,6 +94,9 @@ def main(argv=None):
     p.add_argument("--run-dir", required=True, help="folder of the run's checkpoint and exports")
     p.add_argument("--resume", action="store_true", help="continue the run in --run-dir")
     p.add_argument("--checkpoint-every", type=float, default=300.0, help="seconds")
+    p.add_argument("--max-seconds", type=float, default=None,
+                   help="end this process at the first epoch end after that many seconds, "
+                        "checkpoint written (continue later with --resume)")
     p.add_argument("--milestone-every", type=int, default=5000,
                    help="also keep the exports of every this many steps in weights/step_<N>")
     p.add_argument("--install", action="store_true",
@@ -94,7 +117,7 @@ def main(argv=None):
     run_dir = Path(args.run_dir)
     export_dir = run_dir / "weights"
     epochs = max(1, args.steps // args.steps_per_epoch)
-    argv_used = [a for a in (argv if argv is not None else sys.argv[1:]) if a != "--resume"]
+    argv_used = _without_session_flags(argv if argv is not None else sys.argv[1:])
     record = {
         "command": "python scripts/pretrain_ndp.py " + " ".join(shlex.quote(a)
                                                                 for a in argv_used),
@@ -132,9 +155,13 @@ def main(argv=None):
         configs, max_epochs=epochs, steps_per_epoch=args.steps_per_epoch,
         random_state=args.seed, verbose=args.verbose, module=module, device=args.device,
         checkpoint=run_dir / "checkpoint.pt", checkpoint_every=args.checkpoint_every,
-        resume=args.resume, on_checkpoint=export,
+        resume=args.resume, on_checkpoint=export, max_seconds=args.max_seconds,
     )
     losses = np.asarray(history[:, "train_loss"])
+    if len(history) < epochs:
+        print(f"stopped after --max-seconds at epoch {len(history)} of {epochs}; continue with "
+              "the same command and --resume", flush=True)
+        return
     print(f"done; loss first/last epoch {losses[0]:.4f} / {losses[-1]:.4f}", flush=True)
     if args.install:
         for d in args.n_dims:

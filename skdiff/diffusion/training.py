@@ -725,17 +725,43 @@ class TrainingCheckpoint(Callback):
         self.every_seconds, self.on_save = every_seconds, on_save
 
     def initialize(self):
-        self.last_ = time.monotonic()
+        self.last_, self.last_saved_ = time.monotonic(), None
         return self
 
     def on_epoch_end(self, net, **kwargs):
         done = len(net.history) >= self.meta["max_epochs"]
         if not done and time.monotonic() - self.last_ < self.every_seconds:
             return
-        self.last_ = time.monotonic()
+        self.save(net)
+
+    def save(self, net):
+        """Write the checkpoint now (and call ``on_save``)."""
+        self.last_, self.last_saved_ = time.monotonic(), len(net.history)
         save_checkpoint(self.path, net, self.dataset, self.meta)
         if self.on_save is not None:
             self.on_save(net)
+
+
+class TimeLimit(Callback):
+    """End training at the first epoch end after ``seconds`` (``train_prior``'s
+    ``max_seconds``), writing the run's checkpoint first if it has one."""
+
+    def __init__(self, seconds, max_epochs):
+        self.seconds, self.max_epochs = float(seconds), max_epochs
+
+    def initialize(self):
+        self.start_, self.stopped_ = time.monotonic(), False
+        return self
+
+    def on_epoch_end(self, net, **kwargs):
+        if len(net.history) >= self.max_epochs or \
+                time.monotonic() - self.start_ < self.seconds:
+            return
+        saver = dict(net.callbacks_).get("checkpoint")
+        if saver is not None and saver.last_saved_ != len(net.history):
+            saver.save(net)
+        self.stopped_ = True
+        raise KeyboardInterrupt  # skorch ends the fit loop; train_prior returns normally
 
 
 def save_checkpoint(path, net, dataset, meta):
@@ -786,7 +812,7 @@ def prior_callbacks(config, total_steps, *, verbose=0):
 def train_prior(config=None, *, functions=None, x_bounds=None, max_epochs=20,
                 steps_per_epoch=250, pool_size=None, module=None, device="cpu", random_state=0,
                 verbose=0, callbacks=None, checkpoint=None, checkpoint_every=300.0,
-                resume=False, on_checkpoint=None):
+                resume=False, on_checkpoint=None, max_seconds=None):
     """Train an NDP noise model on functions from ``config``'s GP prior, or on your own.
 
     With ``functions``, the prior learns a family of related curves (daily profiles, growth
@@ -850,6 +876,11 @@ def train_prior(config=None, *, functions=None, x_bounds=None, max_epochs=20,
         seed and schedule; anything else is refused.
     on_checkpoint : callable, default=None
         Called with the skorch net after each checkpoint write (e.g. to export weights).
+    max_seconds : float, default=None
+        End this call at the first epoch end after that many seconds, with the checkpoint
+        written (when ``checkpoint`` is set): a run given a fixed budget of machine time
+        (a borrowed GPU, say) trains as far as it gets, and ``resume=True`` continues it
+        later. The returned history then has fewer than ``max_epochs`` epochs.
 
     Returns
     -------
@@ -924,6 +955,9 @@ def train_prior(config=None, *, functions=None, x_bounds=None, max_epochs=20,
                                                      checkpoint_every, on_checkpoint)))
     cbs += [cb if isinstance(cb, tuple) else (f"user_{i}_{type(cb).__name__}", cb)
             for i, cb in enumerate(callbacks or ())]
+    limit = TimeLimit(max_seconds, int(max_epochs)) if max_seconds is not None else None
+    if limit is not None:
+        cbs.append(("time_limit", limit))
     net = Net(module=module, criterion=NoisePredictionLoss, criterion__loss=config.loss,
               optimizer=torch.optim.Adam, lr=config.lr, max_epochs=int(max_epochs),
               batch_size=1, iterator_train__collate_fn=first_item,
@@ -936,7 +970,7 @@ def train_prior(config=None, *, functions=None, x_bounds=None, max_epochs=20,
     if epochs > 0:
         with torch_seed(seed, device):
             net.partial_fit(dataset, None, epochs=epochs)
-    if net.interrupted_ is not None:
+    if net.interrupted_ is not None and not (limit is not None and limit.stopped_):
         # skorch ends training quietly; a half-trained prior must not pass for a trained one
         raise KeyboardInterrupt(f"Prior training was interrupted during epoch "
                                 f"{net.interrupted_}" + (f"; resume it from {checkpoint} with "

@@ -221,3 +221,21 @@ class _StopAfter(Callback):
     def on_epoch_end(self, net, **kwargs):
         if len(net.history) >= self.n:
             raise KeyboardInterrupt
+
+
+def test_a_time_budget_ends_the_call_with_a_checkpoint_and_resume_finishes_it(tmp_path):
+    """``max_seconds``: the call returns (no error) after the first epoch past the budget,
+    having written the checkpoint; resuming finishes the run bit for bit."""
+    kw = dict(max_epochs=3, steps_per_epoch=2, random_state=0)
+    _, ema_full, hist_full = train_prior(TINY, **kw)
+    ckpt = tmp_path / "run.ckpt"
+    saved = []
+    _, _, hist = train_prior(TINY, **kw, checkpoint=ckpt, checkpoint_every=1e9,
+                             on_checkpoint=lambda net: saved.append(len(net.history)),
+                             max_seconds=0)
+    assert len(hist) == 1 and saved == [1] and ckpt.exists()
+    _, ema, hist = train_prior(TINY, **kw, checkpoint=ckpt, resume=True)
+    assert len(hist) == 3
+    for k in ema_full:
+        assert torch.equal(ema[k], ema_full[k]), k
+    np.testing.assert_array_equal(hist[:, "train_loss"], hist_full[:, "train_loss"])
