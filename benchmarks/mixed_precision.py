@@ -8,7 +8,7 @@ Two tasks, each fitted in float32 and under bfloat16 autocast with the same seed
   the last 20 % held out in time order), R^2 of ``FlowformerRegressor`` defaults.
 
 Mean ± std over ``--seeds`` seeds; the fit times come from a shared machine and compare the
-two settings only. ``--json PATH`` writes the figures.
+two settings only. ``--json PATH`` writes the figures (the performance guide's table).
 
 Run: ``python benchmarks/mixed_precision.py [--seeds 3] [--threads 1]``
 """
@@ -16,11 +16,11 @@ Run: ``python benchmarks/mixed_precision.py [--seeds 3] [--threads 1]``
 from __future__ import annotations
 
 import argparse
-import json
 import time
 
 import numpy as np
 import torch
+from _results import header, write_json
 from sklearn.datasets import load_digits
 from sklearn.metrics import r2_score
 from sklearn.preprocessing import StandardScaler
@@ -73,8 +73,8 @@ def main():
             print(f"{name:20s} {precision or 'fp32':5s} {metric} {runs[:, 0].mean():.4f} ± "
                   f"{runs[:, 0].std():.4f}, fit {runs[:, 1].mean():.1f} s", flush=True)
     if args.json:
-        with open(args.json, "w") as f:
-            json.dump(out, f, indent=1)
+        write_json(args.json, {**header("mixed_precision.py", args.threads), "results": out},
+                   complete=True)
 
 
 if __name__ == "__main__":

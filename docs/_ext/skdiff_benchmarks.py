@@ -153,6 +153,23 @@ def _difformer_large(doc):
             "oracle, features", "prediction, new rows", "load at start"], rows
 
 
+MIXED_TASKS = {"difformer_digits": ("DIFFormerClassifier, semi-supervised digits",
+                                     "accuracy"),
+               "flowformer_forecast": ("FlowformerRegressor, next-step forecast", "R²")}
+
+
+def _mixed_precision(doc):
+    rows = []
+    for task, (label, metric) in MIXED_TASKS.items():
+        for precision in ("fp32", "bf16"):
+            r = doc["results"].get(f"{task}_{precision}")
+            if r is not None:
+                rows.append([label, metric, "float32" if precision == "fp32" else
+                             "bfloat16 autocast", _mean_sd(r["scores"], ".4f"),
+                             _mean_sd(r["fit_s"], ".1f")])
+    return ["task", "metric", "precision", "score", "fit seconds"], rows
+
+
 def _mem(r):
     """Peak MB, with the part above the inputs' own peak in brackets where measured (CPU)."""
     if r is None or r.get("peak_mb") is None:
@@ -390,6 +407,18 @@ CLAIMS = {
         "oracle_one_hop_acc, inductive_acc, oracle_features_new_acc, predict_new_s, "
         "loadavg_start, command, date}}; the top-level command reproduces every size",
         _difformer_large),
+    "mixed_precision": Claim(
+        "Mixed precision on the CPU", "The same fits in float32 and with "
+        "mixed_precision=\"bf16\" (same seeds): DIFFormerClassifier defaults on the digits "
+        "data with half the rows labelled (accuracy of the transduction on the other half), "
+        "FlowformerRegressor defaults forecasting the next step of a noisy two-frequency "
+        "signal (R² on the last 20 % of the windows). Mean ± std over seeds; the fit times "
+        "compare the two settings on a shared machine.", "mixed_precision.json",
+        "python benchmarks/mixed_precision.py --seeds 3 --threads 1 "
+        "--json benchmarks/results/mixed_precision.json",
+        "not in the papers (a training option of every skdiff estimator).",
+        "results: {<task>_<fp32|bf16>: {scores: [per seed], fit_s: [per seed]}}",
+        _mixed_precision),
     "flow_attention_cpu": Claim(
         "Flow-Attention against softmax attention, CPU", "Forward + backward time and peak "
         "memory of Flow-Attention against PyTorch's fused softmax attention (SDPA), batch 8, "
