@@ -31,7 +31,6 @@ import json
 import os
 import platform
 import re
-import shlex
 import subprocess
 import sys
 import time
@@ -46,6 +45,7 @@ import _defaults_tasks as T
 import numpy as np
 import torch
 from _defaults_render import render
+from _results import command
 from threadpoolctl import threadpool_limits
 
 import skdiff
@@ -381,20 +381,8 @@ def _git_commit():
 
 
 def _command(argv):
-    """The command line, with the data folder (a machine path) left out."""
-    out, skip = [], False
-    for a in argv:
-        if skip:
-            out.append("<data-home>")
-            skip = False
-        elif a == "--data-home":
-            out.append(a)
-            skip = True
-        elif a.startswith("--data-home="):
-            out.append("--data-home=<data-home>")
-        else:
-            out.append(a)
-    return "python benchmarks/defaults.py " + shlex.join(out)
+    """The command line without machine paths (:func:`_results.command`)."""
+    return command("defaults.py", argv)
 
 
 def _load_json(path):

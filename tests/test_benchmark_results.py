@@ -74,7 +74,21 @@ def test_committed_results_render(key):
     assert all(len(r) == len(header) for r in rows)
     if "command" in doc:  # what the page shows as the command: no machine paths
         assert "python benchmarks/" in doc["command"]
-        assert not [t for t in doc["command"].split() if t.startswith("/")]
+    for cmd in _commands(doc):  # the file's own and those of its runs and rows
+        assert not [t for t in cmd.split() if t.startswith("/") or "=/" in t], cmd
+
+
+def _commands(doc):
+    """Every ``command`` string anywhere in a results document."""
+    if isinstance(doc, dict):
+        for k, v in doc.items():
+            if k in ("command", "source_command") and isinstance(v, str):
+                yield v
+            else:
+                yield from _commands(v)
+    elif isinstance(doc, list):
+        for v in doc:
+            yield from _commands(v)
 
 
 def test_cora_table_puts_the_paper_beside_each_difformer_row():
@@ -99,3 +113,10 @@ def test_hardware_line_says_when_the_machine_was_loaded():
         "load average 8.1 at the start; other jobs shared the CPU: timings are indicative")
     assert render({"environment": {**env, "loadavg": 8.1, "note": "shared"}}).endswith(
         "at the start; shared")
+
+
+@pytest.mark.parametrize("path", sorted(skdiff_benchmarks.RESULTS.glob("*.json")),
+                         ids=lambda p: p.name)
+def test_no_results_file_records_a_machine_path(path):
+    for cmd in _commands(json.loads(path.read_text())):
+        assert not [t for t in cmd.split() if t.startswith("/") or "=/" in t], cmd
