@@ -7,6 +7,7 @@ Every script writes its JSON through :func:`write_json`: the header of every res
 import sys
 from pathlib import Path
 
+import numpy as np
 import torch
 from _results import header
 from _results import write_json as write_results
@@ -28,3 +29,12 @@ def write_json(path, payload):
     script = Path(sys.argv[0]).name
     write_results(path, {**header(script, torch.get_num_threads()), **payload}, complete=True)
     print(f"written to {path}")
+
+
+def summarise(rows):
+    """Rows of (log-likelihood, MSE, 95 % coverage) per task -> ``{metric: [mean, standard
+    error]}`` (standard error 0 for a single row)."""
+    a = np.asarray(rows, dtype=np.float64)
+    se = a.std(0, ddof=1) / np.sqrt(len(a)) if len(a) > 1 else np.zeros(a.shape[1])
+    return {k: [float(a[:, i].mean()), float(se[i])]
+            for i, k in enumerate(("loglik", "mse", "coverage95"))}

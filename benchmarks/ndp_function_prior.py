@@ -42,6 +42,7 @@ from pathlib import Path
 
 import numpy as np
 import torch
+from _ndp_common import summarise
 from _results import header, write_json
 from sklearn.exceptions import ConvergenceWarning
 from sklearn.gaussian_process import GaussianProcessRegressor
@@ -138,13 +139,6 @@ def evaluate(method, Xc, yc, Xq, yq, prior, profile, seed):
     return out
 
 
-def summarise(rows):
-    a = np.asarray(rows)
-    se = a.std(0, ddof=1) / np.sqrt(len(a))
-    return {k: [float(a[:, i].mean()), float(se[i])]
-            for i, k in enumerate(("loglik", "mse", "coverage95"))} | {"n_curves": len(a)}
-
-
 def main(argv=None):
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("--data-home", default=None, help="folder holding ett/ETTh1.csv "
@@ -206,7 +200,7 @@ def main(argv=None):
                 t0 = time.perf_counter()
                 rows[m].append(evaluate(m, Xc, y[seen], Xq, y[rest], prior, profile, i))
                 seconds[m] += time.perf_counter() - t0
-        res = {m: summarise(r) | {"seconds_per_curve": seconds[m] / len(tasks)}
+        res = {m: summarise(r) | {"n_curves": len(r), "seconds_per_curve": seconds[m] / len(tasks)}
                for m, r in rows.items()}
         doc["results"][str(k)] = res
         print(f"\n{k} observed hours, {len(tasks)} {args.split} curves")

@@ -28,7 +28,7 @@ import time
 import warnings
 
 import numpy as np
-from _ndp_common import add_runtime_args, apply_runtime_args, write_json
+from _ndp_common import add_runtime_args, apply_runtime_args, summarise, write_json
 from sklearn.exceptions import ConvergenceWarning
 from sklearn.gaussian_process import GaussianProcessRegressor
 from sklearn.gaussian_process.kernels import RBF, ConstantKernel, Matern, WhiteKernel
@@ -94,13 +94,6 @@ def ndp_metrics(est, Xc, yc, Xt, yt, n_samples=128, seed=0):
     mean, sd = samples.mean(1), samples.std(1, ddof=1)
     ll = gaussian_log_likelihood(yt, samples, joint=True)
     return ll, np.mean((mean - yt) ** 2), np.mean(np.abs(yt - mean) < 1.96 * sd)
-
-
-def summarise(rows):
-    a = np.asarray(rows)
-    se = a.std(0, ddof=1) / np.sqrt(len(a)) if len(a) > 1 else np.zeros(a.shape[1])
-    return {"loglik": [a[:, 0].mean(), se[0]], "mse": [a[:, 1].mean(), se[1]],
-            "coverage95": [a[:, 2].mean(), se[2]]}
 
 
 def main(argv=None):

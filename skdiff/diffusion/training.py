@@ -270,7 +270,7 @@ class PriorConfig:
                     f"functions; 'functions' have {n_dims} input dimension(s). Fit a "
                     "configuration without units (x_bounds=None) to these functions.")
             if x_bounds is not None and \
-                    not np.array_equal(_checked_x_bounds(x_bounds, n_dims), self.x_bounds):
+                    not np.array_equal(checked_x_bounds(x_bounds, n_dims), self.x_bounds):
                 raise ValueError(
                     f"'x_bounds'={x_bounds!r} conflicts with the configuration's own "
                     f"x_bounds={self.x_bounds!r}; pass x_bounds=None to keep the "
@@ -286,7 +286,7 @@ class PriorConfig:
                     f"{float(bounds[flat[0], 0])!r} in every function, so its region cannot be "
                     "inferred; pass 'x_bounds' (low, high) pairs or drop that dimension.")
         else:
-            bounds = _checked_x_bounds(x_bounds, n_dims)
+            bounds = checked_x_bounds(x_bounds, n_dims)
         loc, scale, constant = fit_scale(np.concatenate(ys)[:, None], name="the functions' y",
                                          return_constant=True)
         if constant[0]:
@@ -308,9 +308,7 @@ class PriorConfig:
             raise ValueError("This configuration carries no units (x_bounds is None); fit "
                              "it to a family with config.for_functions(functions).")
         b = np.asarray(self.x_bounds)
-        lo, hi = (float(v) for v in self.domain)
-        scale = (hi - lo) / (b[:, 1] - b[:, 0])
-        return b[:, 0] - lo / scale, scale
+        return box_to_domain(b[:, 0], b[:, 1], self.domain)
 
     @property
     def points(self):
@@ -365,8 +363,10 @@ class PriorConfig:
         )
 
 
-def _checked_x_bounds(x_bounds, n_dims):
-    """``x_bounds`` as a validated (n_dims, 2) float array."""
+def checked_x_bounds(x_bounds, n_dims, dims="n_dims"):
+    """``x_bounds`` as a validated (n_dims, 2) float array: one ``(low, high)`` pair for every
+    dimension (shape (2,)) or one per dimension; ``dims`` names the dimension count in the
+    error message."""
     try:
         b = np.asarray(x_bounds, dtype=np.float64)
     except (TypeError, ValueError):
@@ -376,8 +376,18 @@ def _checked_x_bounds(x_bounds, n_dims):
     if b.shape != (n_dims, 2) or not np.isfinite(b).all() or np.any(b[:, 1] <= b[:, 0]):
         raise ValueError(
             f"'x_bounds' must be finite (low, high) pairs with low < high, of shape (2,) or "
-            f"(n_dims, 2) = ({n_dims}, 2); got {x_bounds!r}.")
+            f"({dims}, 2) = ({n_dims}, 2); got {x_bounds!r}.")
     return b
+
+
+def box_to_domain(low, high, domain):
+    """``(offset, scale)`` of the affine map ``z = (x - offset) * scale`` that sends the box
+    ``[low, high]`` (per dimension) onto the interval ``domain``; a flat dimension
+    (``high == low``) goes to the domain's centre."""
+    lo, hi = (float(v) for v in domain)
+    span = np.asarray(high, dtype=np.float64) - np.asarray(low, dtype=np.float64)
+    scale = (hi - lo) / np.where(span > 0, span, 1.0)
+    return (np.asarray(low) + np.asarray(high)) / 2 - (lo + hi) / 2 / scale, scale
 
 
 def check_functions(functions):

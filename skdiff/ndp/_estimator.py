@@ -15,6 +15,7 @@ from .._checks import check_n_samples, fit_scale
 from .._docs import fill_doc, parse_docs
 from .._engine import draw_seed, error_line, out_of_memory_as, torch_seed
 from ..diffusion.samplers import conditional_sample, prior_sample
+from ..diffusion.training import box_to_domain, checked_x_bounds
 from ._prior_cache import default_cache_dir, pretrained_prior, trained_prior
 
 __all__ = ["NDPRegressor", "gaussian_log_likelihood", "log_likelihood_scorer"]
@@ -379,29 +380,16 @@ class NDPRegressor(RegressorMixin, EstimatorBase):
                 "train a prior on functions of this dimension.")
         if self.x_bounds is None:
             return np.asarray(config.x_bounds) if config.from_functions else None
-        b = np.asarray(self.x_bounds, dtype=np.float64)
-        if b.shape == (2,):
-            b = np.tile(b, (d, 1))
-        if b.shape != (d, 2) or not np.all(np.isfinite(b)) or np.any(b[:, 1] <= b[:, 0]):
-            raise ValueError(
-                f"'x_bounds' must be finite (low, high) pairs with low < high, of shape "
-                f"(2,) or (n_features, 2) = ({d}, 2); got {self.x_bounds!r}.")
-        return b
+        return checked_x_bounds(self.x_bounds, d, dims="n_features")
 
     def _input_map(self, points):
         """(offset, scale) of the affine map ``z = (x - offset) * scale`` into the domain:
         ``x_bounds_`` to the whole domain, else the box of ``points`` to ``x_margin`` of it."""
-        lo_dom, hi_dom = (float(v) for v in self.prior_config_.domain)
-        half = (hi_dom - lo_dom) / 2
-        if self.x_bounds_ is None:
-            lo, hi = points.min(0), points.max(0)
-            half = half * self.x_margin
-        else:
-            lo, hi = self.x_bounds_[:, 0], self.x_bounds_[:, 1]
-        span = hi - lo
-        span = np.where(span > 0, span, 1.0)  # a constant feature maps to the centre
-        scale = 2 * half / span
-        return (lo + hi) / 2 - (lo_dom + hi_dom) / 2 / scale, scale
+        domain = self.prior_config_.domain
+        if self.x_bounds_ is not None:
+            return box_to_domain(self.x_bounds_[:, 0], self.x_bounds_[:, 1], domain)
+        centre, half = sum(domain) / 2, (domain[1] - domain[0]) / 2 * self.x_margin
+        return box_to_domain(points.min(0), points.max(0), (centre - half, centre + half))
 
     def _check_X(self, X, *, context=True):
         """Validated query points -> (mapped context, mapped queries) for one call."""
