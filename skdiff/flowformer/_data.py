@@ -40,31 +40,50 @@ def _centred(F_all, ys, w_all, rows):
     return f_mean, y_mean, Fc, yc, w, Fc.T @ (w[:, None] * Fc), Fc.T @ (w[:, None] * yc)
 
 
-def ridge_skip(F_all, ys, train, valid, n_skip_outputs, weights=None):
+#: Forward-chaining folds of the ridge skip's penalty choice (as ``TimeSeriesSplit``).
+RIDGE_SPLITS = 5
+
+
+def _penalty(F_all, ys, w_all, rows, eye):
+    """The penalty of ``RIDGE_PENALTIES`` with the lowest (weighted) validation MSE summed
+    over forward-chaining folds of ``rows`` (each fold fits on the rows before it)."""
+    n_splits = min(RIDGE_SPLITS, len(rows) // 2 - 1)
+    if n_splits < 2:
+        return 1e-3
+    from sklearn.model_selection import TimeSeriesSplit
+
+    errors = np.zeros(len(RIDGE_PENALTIES))
+    for fit_idx, val_idx in TimeSeriesSplit(n_splits=n_splits).split(rows):
+        f_mean, y_mean, _, _, _, gram, rhs = _centred(F_all, ys, w_all, rows[fit_idx])
+        val = rows[val_idx]
+        Fv, yv, wv = F_all[val] - f_mean, ys[val] - y_mean, w_all[val] / w_all[val].sum()
+        errors += [wv @ ((Fv @ np.linalg.solve(gram + a * eye, rhs) - yv) ** 2).mean(1)
+                   for a in RIDGE_PENALTIES]
+    return RIDGE_PENALTIES[int(np.argmin(errors))]
+
+
+def ridge_skip(F_all, ys, rows, n_skip_outputs, weights=None):
     """Closed-form ridge start of the instance-norm linear skip.
 
     ``F_all`` (n, f) are the skip's features of every row and ``ys`` (n, k) the standardised
-    targets, rows weighted by ``weights`` (n,) when given. Without validation rows the ridge
-    is fitted on the rows ``train`` with the penalty ``1e-3 n``. With them, the penalty is
-    the one of ``n * RIDGE_PENALTIES`` whose fit on ``train`` has the lowest (weighted)
-    validation MSE (the window features of many channels need a strong penalty), and the
-    ridge is refitted with it on the training and validation rows, as ``RidgeCV`` refits:
-    in forecasting the validation rows are the latest windows, the ones a linear forecast
-    extrapolates from. Returns ``(weight, bias)`` of shapes (n_skip_outputs, f) and
+    targets, rows weighted by ``weights`` (n,) when given. The ridge is fitted on ``rows``
+    (the training and validation rows, in the given order) with the penalty of
+    ``n * RIDGE_PENALTIES`` that has the lowest validation MSE over ``RIDGE_SPLITS``
+    forward-chaining folds of them, as ``RidgeCV`` with a ``TimeSeriesSplit`` would choose
+    it: each fold fits on the rows before it, so for windows of a series (given in time
+    order) no future window leaks into the choice, and the penalty is judged on several
+    stretches of the series rather than on its last one alone (a single short hold-out
+    picks penalties that are off by orders of magnitude on a short series). Fewer than six
+    rows use ``1e-3 n``. Returns ``(weight, bias)`` of shapes (n_skip_outputs, f) and
     (n_skip_outputs,): the first k rows hold the ridge solution; with a Gaussian head
     (``n_skip_outputs == 2k``) the last k biases start at the inverse softplus of the
     ridge's residual variance.
     """
     w_all = np.ones(len(F_all)) if weights is None else np.asarray(weights, dtype=np.float64)
+    rows = np.asarray(rows)
     eye = np.eye(F_all.shape[1])
-    f_mean, y_mean, Fc, yc, w, gram, rhs = _centred(F_all, ys, w_all, train)
-    alpha = 1e-3
-    if valid is not None and len(valid):
-        Fv, yv, wv = F_all[valid] - f_mean, ys[valid] - y_mean, w_all[valid]
-        alpha = min(RIDGE_PENALTIES, key=lambda a: wv @ (
-            (Fv @ np.linalg.solve(gram + a * eye, rhs) - yv) ** 2).mean(1))
-        f_mean, y_mean, Fc, yc, w, gram, rhs = _centred(F_all, ys, w_all,
-                                                        np.concatenate([train, valid]))
+    alpha = _penalty(F_all, ys, w_all, rows, eye)
+    f_mean, y_mean, Fc, yc, w, gram, rhs = _centred(F_all, ys, w_all, rows)
     W = np.linalg.solve(gram + alpha * eye, rhs)
     b = y_mean - f_mean @ W
     resid = np.maximum(w @ (yc - Fc @ W) ** 2, 1e-4)

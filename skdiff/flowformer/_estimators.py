@@ -66,7 +66,8 @@ instance_norm : bool
     multiply the encoder's output back by the window's std (RevIN, Kim et al. 2022; with
     several channels a learnt geometric mixture of their stds) and add a linear skip of
     the window's statistics (``skip``), started at its ridge solution on the training
-    rows with the penalty chosen on the validation rows. An skdiff addition that helps
+    and validation rows, the penalty chosen by forward-chaining cross-validation over
+    them (five folds, as ``TimeSeriesSplit``). An skdiff addition that helps
     on non-stationary series: on by default in the regressor, off in the classifier,
     where a series' level and scale are often what tells the classes apart.
 skip : {"auto", "level", "window"}
@@ -75,8 +76,9 @@ skip : {"auto", "level", "window"}
     input value: a ridge autoregression on the whole window, kept fixed at its validated
     ridge solution, so the encoder learns the residual of a linear forecast: the
     regressor's choice, which starts every fit from the ridge forecast a user would
-    otherwise fit. ``"auto"``: ``"window"`` for the regressor, ``"level"`` for the
-    classifier (``skip_`` holds the value used).
+    otherwise fit, and keeps the encoder's correction only when it lowers the validation
+    MSE by more than one standard error (``encoder_used_``). ``"auto"``: ``"window"`` for
+    the regressor, ``"level"`` for the classifier (``skip_`` holds the value used).
 patch_len : int, "auto" or None
     ``None``: one token per time step (the official model). An integer p: one token per
     patch of p consecutive steps (all channels of those steps, or one channel's with an
@@ -415,6 +417,13 @@ class FlowformerRegressor(RegressorTask, _FlowformerBase):
     std_scale_ : ndarray of shape (n_outputs,)
         Calibration factor of the Gaussian head's std, fitted on the validation rows
         (ones when there are none or with ``uncertainty="mc_dropout"``).
+    encoder_used_ : bool
+        Whether ``predict`` adds the encoder's correction to the ridge forecast of the
+        ``"window"`` skip. ``False`` unless the correction lowers the mean squared error on
+        the validation rows (the latest windows) by more than one standard error of the
+        per-row difference, so that a series a linear autoregression forecasts as well gets
+        that forecast; always ``True`` with another skip, with ``uncertainty="mc_dropout"``
+        or without validation rows.
     %(network_attributes)s
 
     See Also
@@ -485,7 +494,7 @@ class FlowformerRegressor(RegressorTask, _FlowformerBase):
         return cbs
 
     def _init_module(self, module, data, train, valid):
-        """Start the instance-norm linear skip at its ridge solution on the training rows.
+        """Start the instance-norm linear skip at its ridge solution on the fit's rows.
 
         Trained from a random start by Adam the skip needs thousands of steps to learn even
         persistence (weight ~1 on the last value); the ridge starts it there and the encoder
@@ -500,11 +509,12 @@ class FlowformerRegressor(RegressorTask, _FlowformerBase):
             with torch.no_grad():  # the same features as forward
                 F_all = module.skip_features(torch.as_tensor(data.X)).double().numpy()
             data.extra["skip_start"] = ridge_skip(
-                F_all, data.targets.astype(np.float64), train, valid if len(valid) else None,
+                F_all, data.targets.astype(np.float64), np.union1d(train, valid),
                 module.skip.weight.shape[0], weights=data.weights)
         module.set_skip_(*data.skip_start, trainable=self.skip_ != "window")
 
     def _finish_fit(self, data, train, valid):
+        self._keep_better_forecast(data, valid)
         # Recalibrate the Gaussian head's std on the held-out validation rows: one factor per
         # output so that the central 90 % interval covers 90 % of them (1.0 without them).
         self.std_scale_ = np.ones(self.n_outputs_)
@@ -515,6 +525,47 @@ class FlowformerRegressor(RegressorTask, _FlowformerBase):
         mean, std = self._gaussian_moments(raw, calibrated=False)
         z = np.abs(data.targets[valid] - mean) / std
         self.std_scale_ = np.quantile(z, 0.9, axis=0) / _Z90
+
+    def _keep_better_forecast(self, data, valid):
+        """Use the encoder's correction only where it forecasts the validation rows better.
+
+        Early stopping picks the epoch by the validation loss (with the Gaussian head, its
+        negative log-likelihood, which an epoch can lower through the variance while its
+        mean forecast gets worse). With the fixed ridge skip the network's mean is the
+        ridge forecast plus the encoder's correction, so the comparison that matters for
+        ``predict`` is one of mean squared errors. The simpler forecast is preferred unless
+        the network's is better by more than one standard error (the one-standard-error
+        rule of penalised regression): unless the encoder lowers the (weighted) validation
+        MSE by more than the standard error of the per-row difference, the correction's
+        rows of the head are set to zero and ``predict`` returns the ridge forecast (the
+        variance rows stay). ``encoder_used_`` records the outcome. (With MC dropout the
+        ridge forecast alone would have no spread: there the trained network is kept.)
+        """
+        self.encoder_used_ = True
+        module = self.module_
+        if not (self.skip_ == "window" and self._gaussian and len(valid)):
+            return
+        k = self.n_outputs_
+        head = module.head
+        w = data.weights[valid] / data.weights[valid].sum()
+        target = data.targets[valid]
+        with self._inference():
+            err_net = ((self._outputs(data.X[valid])[:, :k] - target) ** 2).mean(1)
+            saved = head.weight[:k].clone(), head.bias[:k].clone()
+            with torch.no_grad():
+                head.weight[:k] = 0.0
+                head.bias[:k] = 0.0
+            err_skip = ((self._outputs(data.X[valid])[:, :k] - target) ** 2).mean(1)
+        # one-standard-error rule: the encoder must lower the validation MSE by more than
+        # the standard error of the per-row difference (rows weighted, n_eff = 1 / sum w^2)
+        diff = err_net - err_skip
+        gain = -float(w @ diff)
+        se = float(np.sqrt(w @ (diff + gain) ** 2 * (w @ w)))
+        if gain <= se:
+            self.encoder_used_ = False
+            return
+        with torch.no_grad():
+            head.weight[:k], head.bias[:k] = saved
 
     def _gaussian_moments(self, raw, calibrated=True):
         k = self.n_outputs_

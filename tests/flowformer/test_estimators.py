@@ -7,6 +7,7 @@ import numpy as np
 import pytest
 import torch
 from sklearn.base import clone
+from sklearn.linear_model import Ridge
 from sklearn.model_selection import GridSearchCV, TimeSeriesSplit, cross_val_score
 from sklearn.pipeline import make_pipeline
 from sklearn.preprocessing import FunctionTransformer
@@ -66,7 +67,8 @@ def test_patch_tokens_learn_and_compose(waves):
 
 def test_n_init_keeps_the_initialisation_with_the_lowest_validation_loss():
     X, y = _waves(200)
-    kw = dict(**{**FAST, "max_epochs": 4}, validation_fraction=0.2)
+    # the level skip: with the window skip both fits may forecast with the ridge alone
+    kw = dict(**{**FAST, "max_epochs": 4}, validation_fraction=0.2, skip="level")
     one = FlowformerRegressor(**kw).fit(X, y)
     best = FlowformerRegressor(**kw, n_init=3).fit(X, y)
     # the first initialisation is the plain fit; the others differ
@@ -277,10 +279,13 @@ def test_sklearn_composition(waves, tmp_path):
     gs = GridSearchCV(FlowformerRegressor(**FAST), {"pooling": ["mean", "last"]},
                       cv=TimeSeriesSplit(2)).fit(X, y)
     assert gs.best_params_["pooling"] in ("mean", "last")
-    reg = clone(FlowformerRegressor(**FAST)).fit(X, y)
+    # the level skip, whose network always forecasts (the window skip's may be the ridge
+    # alone, which one more epoch need not change)
+    reg = clone(FlowformerRegressor(**FAST, skip="level")).fit(X, y)
     again = pickle.loads(pickle.dumps(reg))
     np.testing.assert_array_equal(reg.predict(X), again.predict(X))
-    np.testing.assert_array_equal(reg.predict(X), FlowformerRegressor(**FAST).fit(X, y).predict(X))
+    np.testing.assert_array_equal(
+        reg.predict(X), FlowformerRegressor(**FAST, skip="level").fit(X, y).predict(X))
     n = len(reg.history_)
     before = reg.predict(X)
     reg.partial_fit(X, y)
@@ -367,3 +372,78 @@ def test_window_skip_keeps_the_ridge_start_unless_an_epoch_beats_it():
     # the level skip has no such start to keep
     level = FlowformerRegressor(**kw, lr=0.05, skip="level").fit(X[:250], y[:250])
     assert level.score(X[250:], y[250:]) < 0.5
+
+
+def _validation_errors(est, X_valid, y_valid, *, encoder):
+    """Squared errors of ``est``'s forecast (standardised units) on validation rows, with
+    or without the encoder's correction of the mean."""
+    est = copy.deepcopy(est)
+    if not encoder:
+        with torch.no_grad():
+            est.module_.head.weight[:1] = 0.0
+            est.module_.head.bias[:1] = 0.0
+    return ((est.predict(X_valid) - y_valid) / est.y_scale_[0]) ** 2
+
+
+def test_window_skip_uses_the_encoder_only_where_it_lowers_the_validation_mse():
+    kw = dict(hidden_dim=16, n_heads=2, n_layers=1, max_epochs=40, lr=3e-3, random_state=0,
+              device="cpu", early_stopping=True)
+    rng = np.random.default_rng(0)
+    # a target no linear forecast reads (|difference of the last two steps|): the encoder's
+    # correction is kept and beats the ridge start by far
+    X = rng.normal(size=(500, 12))
+    y = np.abs(X[:, -1] - X[:, -2]) + 0.05 * rng.normal(size=500)
+    nonlinear = FlowformerRegressor(**kw).fit(X[:400], y[:400])
+    ridge = Ridge().fit(X[:400], y[:400]).score(X[400:], y[400:])
+    assert nonlinear.encoder_used_
+    assert nonlinear.score(X[400:], y[400:]) > ridge + 0.2
+    # the decision compares the two forecasts on the validation rows (the last 10 % of the
+    # rows, in order): the encoder is kept only when it lowers their MSE by more than one
+    # standard error of the per-row difference, and predict follows the decision
+    X = rng.normal(size=(150, 12))
+    y = X @ rng.normal(size=12) + rng.normal(size=150)
+    decisions = []
+    for seed in range(4):
+        est = FlowformerRegressor(**{**kw, "max_epochs": 10, "random_state": seed}).fit(X, y)
+        e_net, e_skip = (_validation_errors(est, X[135:], y[135:], encoder=e)
+                         for e in (True, False))
+        diff = e_net - e_skip
+        margin = -diff.mean() - diff.std() / np.sqrt(len(diff))
+        assert est.encoder_used_ == (margin > 0)
+        if not est.encoder_used_:
+            np.testing.assert_array_equal(e_net, e_skip)  # the correction's rows are zero
+        decisions.append(est.encoder_used_)
+    assert not all(decisions)  # noise the encoder fits: dropped at least once
+    # a linear target the ridge start already answers, and epochs that only make the mean
+    # worse: the start is kept, and with it the ridge forecast alone
+    y = X @ rng.normal(size=12) + 0.01 * rng.normal(size=150)
+    wild = FlowformerRegressor(**{**kw, "max_epochs": 3, "lr": 0.05}).fit(X[:120], y[:120])
+    assert not wild.encoder_used_ and wild.score(X[120:], y[120:]) > 0.999
+    # other skips keep their network as trained
+    assert FlowformerRegressor(**{**kw, "max_epochs": 1}, skip="level").fit(X, y).encoder_used_
+
+
+def test_ridge_skip_penalty_is_chosen_by_forward_chaining_folds():
+    # the skip's ridge equals scikit-learn's Ridge with the penalty whose summed validation
+    # MSE over TimeSeriesSplit(5) folds is lowest (penalties relative to each fold's rows)
+    from skdiff.flowformer._data import RIDGE_PENALTIES, ridge_skip
+
+    rng = np.random.default_rng(0)
+    F = rng.normal(size=(300, 30))
+    y = F[:, :3] @ np.array([[1.0], [-0.5], [0.2]]) + 0.8 * rng.normal(size=(300, 1))
+    rows = np.arange(300)
+    y1 = y[:, 0]
+    errors = [sum(np.mean((Ridge(alpha=a * len(fit)).fit(F[fit], y1[fit]).predict(F[val])
+                           - y1[val]) ** 2)
+                  for fit, val in TimeSeriesSplit(5).split(rows)) for a in RIDGE_PENALTIES]
+    alpha = RIDGE_PENALTIES[int(np.argmin(errors))]
+    assert 0 < int(np.argmin(errors)) < len(RIDGE_PENALTIES) - 1  # an inner choice
+    weight, bias = ridge_skip(F, y, rows, 1)
+    ref = Ridge(alpha=alpha * 300).fit(F, y1)
+    np.testing.assert_allclose(weight[0], ref.coef_, atol=1e-10)
+    np.testing.assert_allclose(bias, ref.intercept_, atol=1e-10)
+    # a Gaussian head also gets the residual variance (inverse softplus) in its last bias
+    weight2, bias2 = ridge_skip(F, y, rows, 2)
+    resid = np.mean((ref.predict(F) - y1) ** 2)
+    np.testing.assert_allclose(np.log1p(np.exp(bias2[1])), resid, rtol=1e-10)
+    np.testing.assert_array_equal(weight2[1], 0.0)
