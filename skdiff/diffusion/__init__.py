@@ -1,6 +1,6 @@
 """Noise schedules, forward process and samplers of Neural Diffusion Processes."""
 
-from .priors import available_priors, load_prior, save_prior
+from .priors import TrainedPrior, available_priors, load_prior, save_prior
 from .samplers import (
     conditional_sample,
     ddim_step,
@@ -23,4 +23,5 @@ __all__: list[str] = [
     "resample_path",
     "strided_levels",
 ]
-__all__ += ["PriorConfig", "available_priors", "load_prior", "save_prior", "train_prior"]
+__all__ += ["PriorConfig", "TrainedPrior", "available_priors", "load_prior", "save_prior",
+            "train_prior"]

@@ -43,6 +43,7 @@ from .training import PriorConfig
 __all__ = [
     "PRIORS",
     "PriorWeightsError",
+    "TrainedPrior",
     "available_priors",
     "get_prior_config",
     "load_prior",
@@ -252,22 +253,128 @@ def load_prior_file(path, *, expected=None, device="cpu", remedy=""):
     except Exception as exc:  # weights_only refuses anything but tensors (e.g. code)
         raise PriorWeightsError(f"The weights {pt.name} are not a plain tensor file "
                                 f"({type(exc).__name__}); they are not loaded. {remedy}") from exc
-    if not isinstance(state, dict):
-        raise PriorWeightsError(f"The weights {pt.name} hold a {type(state).__name__}, not a "
-                                f"state dict. {remedy}")
+    return _network(config, state, f"The weights {pt.name}", device, remedy), config
+
+
+def _network(config, state, what, device, remedy=""):
+    """``config``'s network with the weights ``state`` (eval mode, float32, no grad), after
+    checking they are a state dict of finite tensors that fits it."""
+    if not isinstance(state, dict) or not all(isinstance(v, torch.Tensor)
+                                              for v in state.values()):
+        raise PriorWeightsError(f"{what} hold a {type(state).__name__}, not a state dict of "
+                                f"tensors. {remedy}")
     bad = [k for k, v in state.items() if v.is_floating_point() and not torch.isfinite(v).all()]
     if bad:
-        raise PriorWeightsError(f"The weights {pt.name} hold non-finite values ({bad[0]}"
+        raise PriorWeightsError(f"{what} hold non-finite values ({bad[0]}"
                                 f"{' and others' if len(bad) > 1 else ''}). {remedy}")
     module = config.network()
     try:
         module.load_state_dict({k: v.float() if v.is_floating_point() else v
                                 for k, v in state.items()})
     except RuntimeError as exc:
-        raise PriorWeightsError(f"The weights {pt.name} do not fit the network: {exc}. "
-                                f"{remedy}") from exc
+        detail = str(exc).strip().rstrip(".")
+        raise PriorWeightsError(f"{what} do not fit the network: {detail}. {remedy}") from exc
     module.eval().requires_grad_(False)
-    return module.to(device), config
+    return module.to(device)
+
+
+class TrainedPrior:
+    """A prior held in memory: its configuration and its weights.
+
+    What :func:`save_prior` writes to disk, without the disk: pass it as
+    ``NDPRegressor(prior=...)`` right after :func:`~skdiff.diffusion.train_prior`, keep it in
+    a pickle with the estimator, or :meth:`save` it when it is worth keeping.
+
+    Parameters
+    ----------
+    config : PriorConfig
+        The configuration the weights were trained with (for a prior trained on functions,
+        the one fitted to them, :meth:`PriorConfig.for_functions`, which carries their units).
+    state_dict : dict of tensors
+        The weights, e.g. the EMA state returned by :func:`~skdiff.diffusion.train_prior`.
+        They are copied to the CPU and checked: finite, and of the network ``config``
+        describes.
+    name : str, default="custom"
+        Name used by :meth:`save` for the files (``<name>_d<D>.pt``) and in messages.
+
+    Attributes
+    ----------
+    config : PriorConfig
+        The configuration, as given.
+    state_dict : dict of tensors
+        A CPU copy of the weights (later changes to the given tensors do not reach it).
+    name : str
+        The name, as given.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from skdiff import NDPRegressor
+    >>> from skdiff.diffusion import PriorConfig, TrainedPrior, train_prior
+    >>> curves = [(np.linspace(0, 1, 12), np.sin(6 * np.linspace(0, 1, 12) + p))
+    ...           for p in np.linspace(0, 3, 20)]
+    >>> config = PriorConfig(hidden_dim=16, n_layers=1, n_heads=2, batch_size=4,
+    ...                      n_points=(4, 12), warmup_steps=2).for_functions(curves)
+    >>> _, ema, _ = train_prior(config, functions=curves, max_epochs=1, steps_per_epoch=5)
+    >>> prior = TrainedPrior(config, ema, name="sines")
+    >>> ndp = NDPRegressor(prior=prior, random_state=0).fit([[0.2], [0.7]], [0.3, -0.5])
+    >>> ndp.predict([[0.5]]).shape
+    (1,)
+    """
+
+    def __init__(self, config, state_dict, *, name="custom"):
+        if not isinstance(config, PriorConfig):
+            raise TypeError(f"config must be a PriorConfig; got {type(config).__name__}.")
+        if not isinstance(name, str) or not name or "/" in name or "\\" in name:
+            raise ValueError(f"name must be a non-empty file name without slashes; got "
+                             f"{name!r}.")
+        what = f"The weights of the prior {name!r}"
+        _network(config, state_dict, what, "cpu",
+                 "Pass the state dict train_prior returned with the config it trained.")
+        self.config = config
+        self.state_dict = {k: v.detach().cpu().clone() for k, v in state_dict.items()}
+        self.name = name
+
+    def network(self, device="cpu"):
+        """The noise network with these weights.
+
+        Parameters
+        ----------
+        device : str or torch.device, default="cpu"
+            Where the network is placed.
+
+        Returns
+        -------
+        module : NDPNoiseModel
+            In eval mode, float32, parameters not requiring grad.
+        """
+        return _network(self.config, self.state_dict, f"The weights of {self.name!r}", device)
+
+    def save(self, directory=None, *, dtype=torch.float16, **record):
+        """Write the prior as :func:`save_prior` does, as ``<name>_d<D>.pt`` and its manifest.
+
+        Parameters
+        ----------
+        directory : path-like, default=None
+            Where to write (``None``: the package's weights folder, as for
+            :func:`save_prior`).
+        dtype : torch.dtype, default=torch.float16
+            Storage type of the floating-point weights (``torch.float32`` keeps them bit
+            for bit).
+        **record
+            Free-form provenance stored in the manifest (command, seed, steps, ...).
+
+        Returns
+        -------
+        weights, manifest : Path
+            The two files written; ``NDPRegressor(prior=weights)`` reads them back.
+        """
+        return save_prior(self.name, self.config, self.state_dict, directory=directory,
+                          dtype=dtype, **record)
+
+    def __repr__(self):
+        kind = "functions" if self.config.from_functions else f"kernel={self.config.kernel!r}"
+        return f"TrainedPrior({kind}, n_dims={self.config.n_dims}, name={self.name!r})"
 
 
 def _verified_bytes(pt, remedy):

@@ -14,6 +14,7 @@ from .._base import EstimatorBase, Interval, StrOptions, check_is_fitted, valida
 from .._checks import check_n_samples, fit_scale
 from .._docs import fill_doc, parse_docs
 from .._engine import draw_seed, error_line, out_of_memory_as, torch_seed
+from ..diffusion.priors import TrainedPrior
 from ..diffusion.samplers import conditional_sample, prior_sample
 from ..diffusion.training import box_to_domain, checked_x_bounds
 from ._prior_cache import default_cache_dir, pretrained_prior, trained_prior
@@ -87,14 +88,16 @@ class NDPRegressor(RegressorMixin, EstimatorBase):
 
     Parameters
     ----------
-    prior : str or path-like, default="gp"
+    prior : str, path-like or TrainedPrior, default="gp"
         A registered prior (:mod:`skdiff.diffusion.priors`): ``"gp"`` (SE and Matérn kernels
         with log-normal lengthscales, marginalised), ``"se"`` or ``"matern52"`` (the paper's
-        tasks); or the path of a weights file written by
-        :func:`skdiff.diffusion.priors.save_prior` (e.g. a prior trained on your own family
-        of functions, which then brings its family's units: see above), or of a folder of
-        such files named ``<name>_d<D>.pt``. Files are verified against their manifests'
-        checksums and loaded as plain tensors (``weights_only``).
+        tasks); a :class:`~skdiff.diffusion.TrainedPrior` held in memory (e.g. a prior just
+        trained on your own family of functions, which then brings its family's units: see
+        above); or the path of a weights file written by
+        :func:`skdiff.diffusion.priors.save_prior` (or :meth:`TrainedPrior.save
+        <skdiff.diffusion.TrainedPrior.save>`), or of a folder of such files named
+        ``<name>_d<D>.pt``. Files are verified against their manifests' checksums and loaded
+        as plain tensors (``weights_only``).
     pretrained : bool, default=True
         Use the shipped weights. ``False`` trains a prior of this configuration (minutes;
         cached in ``cache_dir``).
@@ -219,7 +222,7 @@ class NDPRegressor(RegressorMixin, EstimatorBase):
     """
 
     _parameter_constraints: dict = {
-        "prior": [str, os.PathLike],
+        "prior": [str, os.PathLike, TrainedPrior],
         "pretrained": ["boolean"],
         "sampler": [StrOptions({"fast", "ddpm"})],
         "n_sampling_steps": [Interval(numbers.Integral, 2, None, closed="left")],
@@ -349,7 +352,8 @@ class NDPRegressor(RegressorMixin, EstimatorBase):
             if not isinstance(self.prior, str) or self.prior not in PRIORS:
                 raise ValueError(
                     f"pretrained=False trains a registered prior ({sorted(PRIORS)}); got "
-                    f"prior={self.prior!r}. Use pretrained=True to load weights from a path.")
+                    f"prior={self.prior!r}. Use pretrained=True to use the weights of a path "
+                    "or of a TrainedPrior.")
             config = get_prior_config(self.prior, n_dims).replace(
                 lr=float(self.lr), batch_size=int(self.batch_size), **size)
             with out_of_memory_as(lambda exc: (

@@ -37,16 +37,27 @@ def default_cache_dir():
 def pretrained_prior(prior, n_dims, device):
     """(module, config) of the pretrained ``prior`` for ``n_dims`` input dimensions.
 
-    ``prior`` is a registered name (the weights shipped with the package) or a path: a weights
-    file written by :func:`skdiff.diffusion.priors.save_prior` (its manifest next to it), or a
-    folder of such files named ``<name>_d<D>.pt``. Without weights for ``n_dims``, the nearest
+    ``prior`` is a registered name (the weights shipped with the package), a
+    :class:`~skdiff.diffusion.TrainedPrior` held in memory, or a path: a weights file written
+    by :func:`skdiff.diffusion.priors.save_prior` (its manifest next to it), or a folder of
+    such files named ``<name>_d<D>.pt``. Without weights for ``n_dims``, the nearest
     dimension's are used with a warning: the noise network is invariant to the order *and
     number* of input dimensions (attention across dimensions, then a mean over them), so a
     prior trained for D' runs on D inputs, though it was not trained there. A corrupt or stale
     file is never bypassed.
     """
-    from ..diffusion.priors import PRIORS, available_priors, load_prior, load_prior_file
+    from ..diffusion.priors import (
+        PRIORS,
+        TrainedPrior,
+        available_priors,
+        load_prior,
+        load_prior_file,
+    )
 
+    if isinstance(prior, TrainedPrior):  # in memory: one configuration, built per fit
+        if not prior.config.from_functions:
+            _nearest_dims([prior.config.n_dims], n_dims, repr(prior.name))
+        return prior.network(device), prior.config
     if isinstance(prior, str) and prior in PRIORS:
         dims = sorted(d for n, d in available_priors() if n == prior)
         use = _nearest_dims(dims, n_dims, repr(prior))

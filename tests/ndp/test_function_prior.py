@@ -7,11 +7,12 @@ import warnings
 import numpy as np
 import pytest
 import torch
+from sklearn.base import clone
 from sklearn.gaussian_process import GaussianProcessRegressor
 from sklearn.gaussian_process.kernels import RBF, WhiteKernel
 
 from skdiff import NDPRegressor
-from skdiff.diffusion import NoiseSchedule, PriorConfig, train_prior
+from skdiff.diffusion import NoiseSchedule, PriorConfig, TrainedPrior, train_prior
 from skdiff.diffusion.priors import PriorWeightsError, load_prior_file, save_prior
 from skdiff.diffusion.training import FunctionFamilyBatches
 from tests.diffusion.test_training import _StopAfter
@@ -227,3 +228,42 @@ def test_bad_units_are_refused():
     with pytest.raises(ValueError, match="carries no units"):
         TINY.family_map()
 
+
+
+def test_a_prior_in_memory_is_the_saved_prior(prior_file, tmp_path):
+    module, config = load_prior_file(prior_file)
+    prior = TrainedPrior(config, module.state_dict(), name="sines")
+    assert repr(prior) == "TrainedPrior(functions, n_dims=1, name='sines')"
+    X, y, Xq = np.array([[3.0], [12.0], [20.0]]), np.array([1.0, 0.5, -0.2]), np.arange(24.0)
+    from_file = NDPRegressor(prior=prior_file, random_state=0, **SAMPLER).fit(X, y)
+    in_memory = NDPRegressor(prior=prior, random_state=0, **SAMPLER).fit(X, y)
+    expected = from_file.predict(Xq[:, None])
+    np.testing.assert_array_equal(in_memory.predict(Xq[:, None]), expected)
+    np.testing.assert_array_equal(in_memory.x_bounds_, [[0.0, 23.0]])  # the family's units
+    # it travels with the estimator through pickle and clone
+    again = pickle.loads(pickle.dumps(in_memory))
+    np.testing.assert_array_equal(again.predict(Xq[:, None]), expected)
+    cloned = clone(in_memory)
+    assert cloned.prior is not prior and cloned.prior.state_dict.keys() == prior.state_dict.keys()
+    np.testing.assert_array_equal(cloned.fit(X, y).predict(Xq[:, None]), expected)
+    # saved in float32 it reads back bit for bit as a path
+    pt, _ = prior.save(tmp_path, dtype=torch.float32)
+    assert pt.name == "sines_d1.pt"
+    np.testing.assert_array_equal(
+        NDPRegressor(prior=pt, random_state=0, **SAMPLER).fit(X, y).predict(Xq[:, None]),
+        expected)
+    # errors name what is wrong and what to pass
+    state = module.state_dict()
+    broken = {k: (torch.full_like(v, float("nan")) if i == 0 else v)
+              for i, (k, v) in enumerate(state.items())}
+    with pytest.raises(PriorWeightsError, match="'sines' hold non-finite values"):
+        TrainedPrior(config, broken, name="sines")
+    with pytest.raises(PriorWeightsError, match="(?s)do not fit the network.*Pass the state dict"):
+        TrainedPrior(config, {"w": torch.zeros(2)})
+    with pytest.raises(TypeError, match="config must be a PriorConfig; got str"):
+        TrainedPrior("gp", state)
+    with pytest.raises(ValueError, match="name must be a non-empty file name"):
+        TrainedPrior(config, state, name="a/b")
+    with pytest.raises(ValueError, match="pretrained=False trains a registered prior.*"
+                                         "TrainedPrior"):
+        NDPRegressor(prior=prior, pretrained=False).fit(X, y)
