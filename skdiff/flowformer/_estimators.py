@@ -542,11 +542,10 @@ class FlowformerRegressor(RegressorTask, _FlowformerBase):
         ridge forecast alone would have no spread: there the trained network is kept.)
         """
         self.encoder_used_ = True
-        module = self.module_
         if not (self.skip_ == "window" and self._gaussian and len(valid)):
             return
         k = self.n_outputs_
-        head = module.head
+        head = self.module_.head
         w = data.weights[valid] / data.weights[valid].sum()
         target = data.targets[valid]
         with self._inference():
@@ -559,9 +558,9 @@ class FlowformerRegressor(RegressorTask, _FlowformerBase):
         # one-standard-error rule: the encoder must lower the validation MSE by more than
         # the standard error of the per-row difference (rows weighted, n_eff = 1 / sum w^2)
         diff = err_net - err_skip
-        gain = -float(w @ diff)
-        se = float(np.sqrt(w @ (diff + gain) ** 2 * (w @ w)))
-        if gain <= se:
+        mean = float(w @ diff)
+        se = float(np.sqrt(w @ (diff - mean) ** 2 * (w @ w)))
+        if -mean <= se:
             self.encoder_used_ = False
             return
         with torch.no_grad():
