@@ -365,10 +365,12 @@ REQUIRED = {
     "thompson_sampling": dict(objective="hartmann3", bounds=[(0.0, 1.0)] * 3, model="random",
                               n_iter=2, n_candidates=8),
     "hartmann3": dict(X=np.full((2, 3), 0.5)),
+    "branin": dict(X=np.full((2, 2), 1.0)),
     "get_data_home": dict(),
 }
 
-_MODULE = {"thompson_sampling": "skdiff.bayes_opt", "hartmann3": "skdiff.bayes_opt"}
+_MODULE = {"thompson_sampling": "skdiff.bayes_opt", "hartmann3": "skdiff.bayes_opt",
+           "branin": "skdiff.bayes_opt"}
 
 
 def _function(name):
@@ -498,6 +500,8 @@ def _handpicked():
          dict(objective="hartmann3", bounds=[(0.0, 1.0)] * 3, model="ridge", n_iter=1),
          ("model",), "error"),
         ("hartmann3", "X of 2 dimensions", dict(X=np.zeros((2, 2))), ("X", "dimension"),
+         "error"),
+        ("branin", "X of 3 dimensions", dict(X=np.zeros((2, 3))), ("X", "dimension"),
          "error"),
     ]
     out = [Probe("generators", fn, name, generator_call, dict(fn=fn, kwargs=kw), names, expect,

@@ -22,7 +22,8 @@ from sklearn.utils._param_validation import HasMethods, StrOptions, validate_par
 
 from ._checks import Interval, memory_for
 
-__all__ = ["hartmann3", "thompson_sampling"]
+__all__ = ["BRANIN_BOUNDS", "BRANIN_MIN", "HARTMANN3_MIN", "branin", "hartmann3",
+           "thompson_sampling"]
 
 _H3_A = np.array([[3.0, 10, 30], [0.1, 10, 35], [3.0, 10, 30], [0.1, 10, 35]])
 _H3_P = 1e-4 * np.array([[3689, 1170, 2673], [4699, 4387, 7470], [1091, 8732, 5547],
@@ -30,6 +31,18 @@ _H3_P = 1e-4 * np.array([[3689, 1170, 2673], [4699, 4387, 7470], [1091, 8732, 55
 _H3_ALPHA = np.array([1.0, 1.2, 3.0, 3.2])
 #: Global minimum of :func:`hartmann3` on [0, 1]^3.
 HARTMANN3_MIN = -3.86278
+#: The usual search box of :func:`branin`: :math:`[-5, 10] \times [0, 15]`.
+BRANIN_BOUNDS = ((-5.0, 10.0), (0.0, 15.0))
+#: Global minimum of :func:`branin` (reached at three points of :data:`BRANIN_BOUNDS`).
+BRANIN_MIN = 0.397887
+
+
+def _points(X, d, name):
+    X = np.atleast_2d(np.asarray(X, dtype=np.float64))
+    if X.shape[-1] != d:
+        raise ValueError(f"'X' must hold points of dimension {d}, of shape (n, {d}), for "
+                         f"{name}; got shape {X.shape}.")
+    return X
 
 
 @validate_params({"X": ["array-like"]}, prefer_skip_nested_validation=True)
@@ -48,12 +61,33 @@ def hartmann3(X):
     f : ndarray of shape (n,)
         The function's value at every point.
     """
-    X = np.atleast_2d(np.asarray(X, dtype=np.float64))
-    if X.shape[-1] != 3:
-        raise ValueError(f"'X' must hold points of dimension 3, of shape (n, 3), for hartmann3; "
-                         f"got shape {X.shape}.")
+    X = _points(X, 3, "hartmann3")
     d2 = (_H3_A[None] * (X[:, None, :] - _H3_P[None]) ** 2).sum(-1)  # [n, 4]
     return -(np.exp(-d2) * _H3_ALPHA).sum(-1)
+
+
+@validate_params({"X": ["array-like"]}, prefer_skip_nested_validation=True)
+def branin(X):
+    """The 2-D Branin(-Hoo) function on its usual box :math:`[-5, 10] \\times [0, 15]`
+    (:data:`BRANIN_BOUNDS`), with three global minima of 0.397887 at
+    :math:`(-\\pi, 12.275)`, :math:`(\\pi, 2.275)` and :math:`(9.42478, 2.475)`:
+    :math:`f(x) = (x_2 - \\tfrac{5.1}{4\\pi^2} x_1^2 + \\tfrac{5}{\\pi} x_1 - 6)^2
+    + 10 (1 - \\tfrac{1}{8\\pi}) \\cos x_1 + 10`.
+
+    Parameters
+    ----------
+    X : array-like of shape (n, 2)
+        Points (a single point of shape (2,) is one row).
+
+    Returns
+    -------
+    f : ndarray of shape (n,)
+        The function's value at every point.
+    """
+    X = _points(X, 2, "branin")
+    x1, x2 = X[:, 0], X[:, 1]
+    return ((x2 - 5.1 / (4 * np.pi**2) * x1**2 + 5 / np.pi * x1 - 6) ** 2
+            + 10 * (1 - 1 / (8 * np.pi)) * np.cos(x1) + 10)
 
 
 @validate_params(

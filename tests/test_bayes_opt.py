@@ -6,7 +6,14 @@ from sklearn.gaussian_process import GaussianProcessRegressor
 from sklearn.gaussian_process.kernels import RBF, ConstantKernel
 
 from skdiff import NDPRegressor
-from skdiff.bayes_opt import HARTMANN3_MIN, hartmann3, thompson_sampling
+from skdiff.bayes_opt import (
+    BRANIN_BOUNDS,
+    BRANIN_MIN,
+    HARTMANN3_MIN,
+    branin,
+    hartmann3,
+    thompson_sampling,
+)
 
 
 def _objective(X):
@@ -20,6 +27,20 @@ def test_hartmann3_minimum():
     assert np.all(hartmann3(rng.uniform(size=(500, 3))) >= HARTMANN3_MIN)
     with pytest.raises(ValueError, match="dimension 3"):
         hartmann3(np.zeros((2, 2)))
+
+
+def test_branin_minima():
+    minima = np.array([[-np.pi, 12.275], [np.pi, 2.275], [9.42478, 2.475]])
+    np.testing.assert_allclose(branin(minima), BRANIN_MIN, atol=1e-5)
+    (lo1, hi1), (lo2, hi2) = BRANIN_BOUNDS
+    grid = np.stack(np.meshgrid(np.linspace(lo1, hi1, 301), np.linspace(lo2, hi2, 301)),
+                    -1).reshape(-1, 2)
+    values = branin(grid)
+    assert values.min() >= BRANIN_MIN - 1e-9 and values.max() == pytest.approx(308.13, abs=0.01)
+    assert branin([np.pi, 2.275]).shape == (1,)
+    with pytest.raises(ValueError, match="dimension 2, of shape \\(n, 2\\), for branin; got "
+                       "shape \\(2, 3\\)"):
+        branin(np.zeros((2, 3)))
 
 
 def test_random_search_contract():
