@@ -351,8 +351,10 @@ def conditional_sample(eps_model, schedule: NoiseSchedule, x_context, y_context,
         The noise schedule the model was trained with.
     x_context : Tensor of shape [C, D]
         Inputs of the observed values (``C = 0``: no context, a prior sample).
-    y_context : Tensor of shape [C, 1] or [C]
-        Clean context values (on the scale the prior was trained on).
+    y_context : Tensor of shape [C, 1], [C] or [n_samples, C, 1]
+        Clean context values (on the scale the prior was trained on); the last form gives
+        every sample its own values at the same inputs (e.g. the context divided by a
+        per-sample scale).
     x_target : Tensor of shape [M, D]
         Inputs at which to sample the function jointly.
     n_samples : int, default=1
@@ -427,10 +429,15 @@ def conditional_sample(eps_model, schedule: NoiseSchedule, x_context, y_context,
     if C == 0:
         return prior_sample(eps_model, schedule, x_target, n_samples=n_samples,
                             n_steps=n_steps, eta=eta, spacing=spacing)
-    y_context = y_context.reshape(C, 1).to(x_target.dtype)
     S, M = n_samples, x_target.shape[0]
+    if y_context.dim() == 3:
+        if tuple(y_context.shape) != (S, C, 1):
+            raise ValueError(f"A per-sample y_context must have shape (n_samples, C, 1) = "
+                             f"({S}, {C}, 1); got {tuple(y_context.shape)}.")
+        y_ctx = y_context.to(x_target.dtype)
+    else:
+        y_ctx = y_context.reshape(C, 1).to(x_target.dtype).unsqueeze(0).expand(S, C, 1)
     x_all = torch.cat([x_context, x_target], 0).unsqueeze(0).expand(S, C + M, -1)  # [S, N, D]
-    y_ctx = y_context.unsqueeze(0).expand(S, C, 1)  # [S, C, 1]
     y = torch.randn(S, M, 1, device=x_target.device, dtype=x_target.dtype)  # targets at level t
     path = resample_path(_levels(schedule, n_steps, spacing), n_resample, jump_length)
 

@@ -34,7 +34,7 @@ from torch.utils.data import Dataset
 
 from .._checks import fit_scale
 from .._engine import FiniteLossGuard, Net, atomic_write, first_item, torch_seed
-from ..datasets._gp import KERNELS, make_gp_functions
+from ..datasets._gp import KERNELS, gp_kernel, make_gp_functions
 from ..nn.ndp import NDPNoiseModel
 from .schedule import NoiseSchedule
 
@@ -339,6 +339,50 @@ class PriorConfig:
         if kind == "lognormal":
             return (kind, a + math.log(scale), b)
         return (kind, a * scale, b * scale)
+
+    def expected_sample_variance(self, X, n_quadrature=16):
+        """Expected variance, about their own mean, of the noisy values of one training
+        function of this prior observed at the inputs ``X``.
+
+        For a kernel matrix :math:`K` at ``X`` (n points) the expected population variance
+        of the values is :math:`\\operatorname{tr}(K)/n - \\mathbf 1^\\top K \\mathbf 1/n^2`,
+        plus :math:`(1 - 1/n)` times the noise variance; this is its average over the
+        kernels (uniformly) and the lengthscale distribution (``n_quadrature`` equally
+        weighted quantiles). Below the marginal variance when the points are few or close
+        together compared with the lengthscales, which is why a context's own standard
+        deviation underestimates the scale of the process it comes from.
+
+        Parameters
+        ----------
+        X : ndarray of shape (n, n_dims)
+            Inputs in the prior's domain.
+        n_quadrature : int, default=16
+            Quantiles of a lengthscale distribution averaged over.
+
+        Returns
+        -------
+        variance : float
+        """
+        from scipy.stats import norm
+
+        X = np.asarray(X, dtype=np.float64)
+        n = len(X)
+        ls = self.lengthscale_sampler()
+        q = (np.arange(n_quadrature) + 0.5) / n_quadrature
+        if isinstance(ls, numbers.Real):
+            lengths = np.array([float(ls)])
+        elif ls[0] == "lognormal":
+            lengths = np.exp(ls[1] + ls[2] * norm.ppf(q))
+        elif ls[0] == "uniform":
+            lengths = ls[1] + (ls[2] - ls[1]) * q
+        else:  # loguniform
+            lengths = np.exp(np.log(ls[1]) + (np.log(ls[2]) - np.log(ls[1])) * q)
+        kernels = (self.kernel,) if isinstance(self.kernel, str) else tuple(self.kernel)
+        Xb = np.broadcast_to(X, (len(lengths),) + X.shape)
+        K = np.stack([gp_kernel(Xb, Xb, k, lengths, self.variance)
+                      for k in kernels])  # [kernels, lengths, n, n]
+        spread = np.trace(K, axis1=-2, axis2=-1) / n - K.sum((-2, -1)) / n**2
+        return float(spread.mean() + self.noise * (1 - 1 / n))
 
     def draw_functions(self, n_functions, random_state):
         """``n_functions`` training functions of this prior (a :func:`make_gp_functions` Bunch).

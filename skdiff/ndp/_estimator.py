@@ -8,6 +8,7 @@ import warnings
 
 import numpy as np
 import torch
+from scipy.stats import chi2
 from sklearn.base import RegressorMixin
 
 from .._base import EstimatorBase, Interval, StrOptions, check_is_fitted, validate_data
@@ -49,8 +50,18 @@ class NDPRegressor(RegressorMixin, EstimatorBase):
     process prior that marginalises those hyper-parameters implicitly. Conditioning on data is
     done at sampling time (RePaint), so ``fit`` involves **no gradient step**:
 
-    1. validate ``X`` and ``y``; standardise ``y`` to zero mean and unit variance (the prior's
-       scale; a constant ``y`` uses scale 1 with a warning; ``normalize_y=False`` skips it);
+    1. validate ``X`` and ``y``; standardise ``y`` onto the prior's scale: subtract its mean
+       and divide by an estimate of the process's amplitude, the standard deviation of ``y``
+       over the standard deviation that the prior's own functions show at the same
+       (mapped) inputs (:meth:`PriorConfig.expected_sample_variance
+       <skdiff.diffusion.PriorConfig.expected_sample_variance>`). A few points, or points
+       closer together than the prior's lengthscales, vary less than the process does, so
+       their bare standard deviation would make the posterior overconfident. The samples
+       then marginalise the estimate's own uncertainty: each draws its amplitude from the
+       scaled inverse-:math:`\\chi^2` posterior with ``n - 1`` degrees of freedom (a flat
+       prior on the log amplitude), so a posterior from three points has heavy, Student-t
+       like tails. A constant ``y`` uses scale 1 with a warning; ``normalize_y=False``
+       skips the standardisation;
     2. obtain the prior network: the pretrained weights shipped for ``prior`` and
        ``D = n_features`` (loaded in well under a second, checksum verified; for a ``D``
        without shipped weights, the nearest shipped prior with a warning: the network is
@@ -126,8 +137,9 @@ class NDPRegressor(RegressorMixin, EstimatorBase):
     predict_noise : bool, default=True
         Whether ``predict``'s std/cov include the observation noise (see above).
     normalize_y : bool, default=True
-        Standardise ``y`` with its mean and standard deviation (needs 2 or more points), or,
-        for a prior trained on functions, with the family's.
+        Standardise ``y`` with its mean and the amplitude estimate of step 1 (needs 2 or
+        more points), or, for a prior trained on functions, with the family's mean and
+        standard deviation.
         ``False`` takes ``y`` as already on the prior's scale (zero mean, unit variance), as
         in the paper's tasks; one training point is then enough.
     max_context : int, default=128
@@ -180,9 +192,15 @@ class NDPRegressor(RegressorMixin, EstimatorBase):
     x_bounds_ : ndarray of shape (n_features, 2) or None
         The validated ``x_bounds`` (or the family's region of a prior trained on functions).
     y_mean_, y_std_ : float
-        The target standardisation (the family's for a prior trained on functions).
+        The target standardisation: the context's mean and amplitude estimate (step 1),
+        or the family's mean and standard deviation for a prior trained on functions.
+    scale_dof_ : int or None
+        Degrees of freedom (``n_context - 1``) of the amplitude estimate that the samples
+        marginalise (step 1); ``None`` when ``y`` is not standardised by the context
+        (``normalize_y=False``, a constant ``y``, or a prior trained on functions).
     noise_variance_ : float
-        The prior's observation-noise variance in the units of ``y``.
+        The prior's observation-noise variance in the units of ``y`` (at the estimated
+        amplitude).
     n_features_in_ : int
         Features of ``X`` (the input dimension ``D`` of the prior).
     feature_names_in_ : ndarray of shape (n_features,)
@@ -294,10 +312,10 @@ class NDPRegressor(RegressorMixin, EstimatorBase):
             raise ValueError(f"NDPRegressor needs numeric targets; y has dtype {y_arr.dtype}.")
         X, y = validate_data(self, X, y, dtype=np.float64, y_numeric=True)
         self._get_prior(X.shape[1], seed)
-        self._set_target_scale(y)
         self.x_bounds_ = self._checked_bounds(X.shape[1])
         idx = self._context_rows(len(X), seed)
         self.X_train_ = X[idx]
+        self._set_target_scale(y[idx])
         self.y_train_ = (y[idx] - self.y_mean_) / self.y_std_
         with np.errstate(over="ignore"):  # inf for targets beyond float64's squares
             self.noise_variance_ = float(np.float64(self.prior_config_.noise)
@@ -307,7 +325,9 @@ class NDPRegressor(RegressorMixin, EstimatorBase):
     def _set_target_scale(self, y):
         """``y_mean_`` and ``y_std_``: the standardisation of ``y`` (identity without
         ``normalize_y``): the family's units for a prior trained on functions (a few points
-        cannot estimate the level and scale; the family can), else the context's own."""
+        cannot estimate the level and scale; the family can), else the context's mean and
+        the amplitude its spread implies under the prior (``y`` holds the context rows)."""
+        self.scale_dof_ = None
         if not self.normalize_y:
             self.y_mean_, self.y_std_ = 0.0, 1.0
             return
@@ -323,6 +343,14 @@ class NDPRegressor(RegressorMixin, EstimatorBase):
             warnings.warn("y is constant; NDPRegressor uses a unit scale for it, so the "
                           "posterior is the prior's around that constant.", UserWarning,
                           stacklevel=4)
+        else:
+            # the context's spread is that of a few (often correlated) values of the
+            # process: divide by what the prior's own functions show at these inputs
+            offset, x_scale = self._input_map(self.X_train_)
+            spread = self.prior_config_.expected_sample_variance(
+                (self.X_train_ - offset) * x_scale)
+            scale = scale / np.sqrt(spread)
+            self.scale_dof_ = len(y) - 1
         self.y_mean_, self.y_std_ = float(mean[0]), float(scale[0])
 
     def _context_rows(self, n, seed):
@@ -430,15 +458,35 @@ class NDPRegressor(RegressorMixin, EstimatorBase):
             return {"n_steps": None}
         return {"n_steps": self.n_sampling_steps, "spacing": "cubic"}
 
+    def _amplitude_draws(self, n_samples, seed):
+        """Per-sample factors ``r`` on the estimated amplitude, or None when it is not
+        estimated from the context.
+
+        The amplitude estimated from ``n`` context values is uncertain: with a flat prior on
+        its logarithm, :math:`\\sigma^2 / \\hat\\sigma^2` is distributed as
+        :math:`\\nu / \\chi^2_\\nu` with :math:`\\nu = n - 1`. Every sample gets its own
+        draw (stratified over the samples, with a random offset, in a random order), so the
+        samples marginalise the amplitude; with many points ``r`` is close to 1.
+        """
+        nu = getattr(self, "scale_dof_", None)
+        if nu is None:
+            return None
+        rng = np.random.RandomState(seed % 2**32)
+        q = (np.arange(n_samples) + rng.uniform(size=n_samples)) / n_samples
+        return rng.permutation(np.sqrt(nu / chi2.ppf(q, nu)))
+
     def _sample_std(self, Zc, Z, n_samples, seed):
         """Joint standardised posterior samples at mapped inputs ``Z`` given the mapped
-        context ``Zc``: (n_X, n_samples)."""
+        context ``Zc``: (n_X, n_samples). With a context-estimated amplitude, sample ``s``
+        conditions on the context divided by its factor ``r_s`` and is multiplied by it."""
         dev = self.device_
         kwargs = dict(n_samples=int(n_samples), n_resample=self.n_resample, eta=1.0,
                       progress=bool(self.verbose), **self._levels_kwargs())
+        r = self._amplitude_draws(int(n_samples), seed)
+        y_context = self.y_train_ if r is None else self.y_train_[None, :, None] / r[:, None, None]
         with torch_seed(seed, dev), torch.no_grad(), self._threads():
             xc = torch.as_tensor(Zc, dtype=torch.float32, device=dev)
-            yc = torch.as_tensor(self.y_train_, dtype=torch.float32, device=dev)
+            yc = torch.as_tensor(y_context, dtype=torch.float32, device=dev)
             xt = torch.as_tensor(Z, dtype=torch.float32, device=dev)
             with out_of_memory_as(lambda exc: (
                     f"Sampling {int(n_samples)} joint samples of {Z.shape[0]} points ran out of "
@@ -446,7 +494,8 @@ class NDPRegressor(RegressorMixin, EstimatorBase):
                     f"{self.n_samples}) or 'predict_batch_size'.")):
                 ys = conditional_sample(self._eps_model(), self.schedule_, xc, yc, xt,
                                         **kwargs)
-        return ys.squeeze(-1).T.double().cpu().numpy()  # [n_X, S]
+        ys = ys.squeeze(-1).T.double().cpu().numpy()  # [n_X, S]
+        return ys if r is None else ys * r
 
     def _prepare_predict(self, X):
         return self._check_X(X)

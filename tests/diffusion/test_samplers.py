@@ -177,6 +177,27 @@ def test_repaint_recovers_gp_posterior(task, n_steps, U, spacing, kl_bound):
     assert np.min(samples.var(0)) < 0.02
 
 
+def test_per_sample_context_values(task):
+    """A (S, C, 1) context gives every sample its own values: each half of the batch matches
+    the exact propagation of the sampler for its own context."""
+    x, K, C, y_ctx = task
+    sched = NoiseSchedule.official()
+    oracle = OracleEps(sched, K)
+    S, levels, U = 3000, strided_levels(500, 20), 2
+    per_sample = np.concatenate([np.tile(y_ctx, (S // 2, 1)), np.tile(-2 * y_ctx, (S // 2, 1))])
+    xt = torch.as_tensor(x[:, None])
+    torch.manual_seed(2)
+    y = conditional_sample(oracle, sched, xt[:C], torch.as_tensor(per_sample[:, :, None]),
+                           xt[C:], n_samples=S, n_resample=U, n_steps=20)
+    samples = y.squeeze(-1).double().numpy()
+    for half, factor in ((slice(None, S // 2), 1.0), (slice(S // 2, None), -2.0)):
+        m, P = sampler_moments(sched, K, C, factor * y_ctx, resample_path(levels, U))
+        _assert_moments_within_mc(samples[half], m, P)
+    with pytest.raises(ValueError, match=r"per-sample y_context must have shape \(n_samples, "
+                       r"C, 1\) = \(4, 5, 1\); got \(3, 5, 1\)"):
+        conditional_sample(oracle, sched, xt[:C], torch.zeros(3, C, 1), xt[C:], n_samples=4)
+
+
 def test_more_resampling_reduces_bias(task):
     """U = 0 (plain replacement) is far off; U = 5 is much closer (exact propagation)."""
     x, K, C, y_ctx = task

@@ -8,6 +8,7 @@ import pytest
 import torch
 from skorch.callbacks import Callback
 
+from skdiff.datasets import make_gp_functions
 from skdiff.diffusion import NoiseSchedule, PriorConfig, train_prior
 from skdiff.diffusion.priors import (
     DEFINING_FIELDS,
@@ -131,6 +132,28 @@ def test_prior_config_round_trip_and_errors():
         get_prior_config("matern")
     with pytest.raises(ValueError, match="'loss' must be 'l1' or 'l2'"):
         PriorConfig(loss="huber")
+
+
+@pytest.mark.parametrize("name, n_dims, n_points, width", [
+    ("gp", 1, 3, 3.6), ("gp", 1, 12, 3.6), ("gp", 2, 6, 1.0), ("se", 1, 5, 3.6),
+    ("matern52", 3, 8, 3.6)])
+def test_expected_sample_variance_matches_drawn_functions(name, n_dims, n_points, width):
+    """The closed form (kernel matrices averaged over kernels and lengthscale quantiles)
+    against the variance of the prior's own training functions drawn at the same inputs."""
+    config = get_prior_config(name, n_dims)
+    X = np.random.RandomState(1).uniform(-width / 2, width / 2, (n_points, n_dims))
+    kernels = [config.kernel] if isinstance(config.kernel, str) else list(config.kernel)
+    draws = make_gp_functions(  # the kernels, lengthscales and noise of training
+        20000, n_points, n_dims, X=X, kernel=kernels,
+        lengthscale=config.lengthscale_sampler(), variance=config.variance,
+        noise=config.noise, random_state=2)
+    empirical = draws.y.var(axis=1).mean()
+    expected = config.expected_sample_variance(X)
+    assert expected == pytest.approx(empirical, rel=0.03)
+    # few points close together vary less than the marginal variance, and far less than it
+    # when they are closer than the lengthscales
+    assert expected < config.variance + config.noise
+    assert config.expected_sample_variance(X / 10) < 0.5 * expected
 
 
 def test_save_load_round_trip_and_checksum_errors(tmp_path, trained):

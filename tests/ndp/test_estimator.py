@@ -6,6 +6,7 @@ import warnings
 import numpy as np
 import pytest
 import torch
+from scipy import stats
 from sklearn.base import clone
 from sklearn.model_selection import GridSearchCV, cross_val_score
 from sklearn.pipeline import make_pipeline
@@ -80,11 +81,40 @@ def test_affine_equivariance_of_the_maps(data):
     both = np.r_[Zc, Zq]
     assert both.min() == pytest.approx(-1.8) and both.max() == pytest.approx(1.8)
     np.testing.assert_array_equal(base.X_train_, X)
-    assert base.y_train_.mean() == pytest.approx(0) and base.y_train_.std() == pytest.approx(1)
+    # y: centred, and scaled to the spread the prior's functions show at the mapped context
+    Zc_fit = base._input_map(X)[1] * (X - base._input_map(X)[0])
+    spread = base.prior_config_.expected_sample_variance(Zc_fit)
+    assert 0.2 < spread < 1
+    assert base.y_train_.mean() == pytest.approx(0, abs=1e-12)
+    assert base.y_train_.var() == pytest.approx(spread, rel=1e-9)
+    assert base.y_std_ == pytest.approx(y.std() / np.sqrt(spread), rel=1e-9)
     # queries far beyond the context stay in the domain: no extrapolation warning
     with warnings.catch_warnings():
         warnings.simplefilter("error", UserWarning)
         base.predict(Xt * 50)
+
+
+def test_amplitude_estimate_is_marginalised(data):
+    """With the amplitude estimated from n context values, every sample draws its own factor
+    r with n - 1 over r^2 distributed as chi^2 with n - 1 degrees of freedom (stratified: one
+    draw per quantile stratum); a single sample is a draw too, not the median."""
+    X, y, Xt, _ = data
+    est = NDPRegressor(random_state=0, **FAST).fit(X[:4], y[:4])
+    assert est.scale_dof_ == 3
+    r = est._amplitude_draws(4000, 5)
+    np.testing.assert_array_equal(r, est._amplitude_draws(4000, 5))
+    u = stats.chi2(3).sf(3 / r**2)  # the quantile each factor came from
+    assert stats.kstest(u, "uniform").pvalue > 0.01
+    np.testing.assert_array_equal(np.floor(np.sort(u) * 4000), np.arange(4000))  # 1 each
+    singles = np.array([est._amplitude_draws(1, seed)[0] for seed in range(400)])
+    assert stats.kstest(stats.chi2(3).sf(3 / singles**2), "uniform").pvalue > 0.01
+    # no context estimate, no mixture
+    assert NDPRegressor(normalize_y=False, **FAST).fit(X, y)._amplitude_draws(8, 0) is None
+    # with 4 points the spread of the samples is wider than with the amplitude fixed
+    wide = est.sample_posterior(Xt, n_samples=64, random_state=1).std(1)
+    est.scale_dof_ = None
+    fixed = est.sample_posterior(Xt, n_samples=64, random_state=1).std(1)
+    assert np.median(wide / fixed) > 1.1
 
 
 def test_interpolates_a_gp_draw(fitted, data):
