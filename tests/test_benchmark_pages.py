@@ -58,6 +58,11 @@ def test_bayes_opt_table_reads_regret_after_k_iterations_and_draws_the_curve():
     assert rows[0][2:5] == ["21.250 ± 0.250", "11.250 ± 0.250", "1.250 ± 0.250"]
     image = bench._bayes_opt_figure(doc)
     assert image["uri"].startswith("data:image/svg+xml;base64,")
+    # a short run (15 iterations) reads the early iterations, where a prior's knowledge shows
+    doc["args"]["n_iter"] = 15
+    header, rows = bench._bayes_opt({**doc, "regret": {"ndp": regret[:, :18].tolist()}})
+    assert header[2:7] == [f"regret after {k}" for k in (1, 3, 5, 10, 15)]
+    assert rows[0][2] == "30.250 ± 0.250"  # column 2 + 1
 
 
 def test_ndp_ceiling_marks_the_analytic_row_with_the_papers_figure():
