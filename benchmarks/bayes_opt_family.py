@@ -30,6 +30,7 @@ Run::
 from __future__ import annotations
 
 import argparse
+import json
 import time
 from pathlib import Path
 
@@ -84,8 +85,10 @@ def get_prior(args, work):
     name = f"forrester_family_s{epochs * steps_per_epoch}"
     weights = work / f"{name}_d1.pt"  # save_prior's name for a 1-D prior
     t0, c0 = time.perf_counter(), time.process_time()
-    if weights.exists():
-        record = {"name": name, "steps": epochs * steps_per_epoch, "reused": True}
+    if weights.exists():  # trained by an earlier run: its manifest holds the final loss
+        manifest = json.loads(weights.with_suffix(".json").read_text())
+        record = {"name": name, "steps": manifest["steps"], "reused": True,
+                  "final_loss": manifest["final_loss"], "created": manifest["created"]}
     else:
         _, ema, history = train_prior(
             config, functions=functions, max_epochs=epochs, steps_per_epoch=steps_per_epoch,
