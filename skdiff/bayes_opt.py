@@ -22,8 +22,7 @@ from sklearn.utils._param_validation import HasMethods, StrOptions, validate_par
 
 from ._checks import Interval, memory_for
 
-__all__ = ["BRANIN_BOUNDS", "BRANIN_MIN", "HARTMANN3_MIN", "branin", "hartmann3",
-           "thompson_sampling"]
+__all__ = ["branin", "hartmann3", "thompson_sampling"]
 
 _H3_A = np.array([[3.0, 10, 30], [0.1, 10, 35], [3.0, 10, 30], [0.1, 10, 35]])
 _H3_P = 1e-4 * np.array([[3689, 1170, 2673], [4699, 4387, 7470], [1091, 8732, 5547],

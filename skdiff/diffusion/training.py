@@ -362,6 +362,7 @@ class PriorConfig:
         Returns
         -------
         variance : float
+            The expected variance of the values about their mean, noise included.
         """
         from scipy.stats import norm
 
