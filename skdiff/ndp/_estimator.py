@@ -59,9 +59,10 @@ class NDPRegressor(RegressorMixin, EstimatorBase):
        their bare standard deviation would make the posterior overconfident. The samples
        then marginalise the estimate's own uncertainty: each draws its amplitude from the
        scaled inverse-:math:`\\chi^2` posterior with ``n - 1`` degrees of freedom (a flat
-       prior on the log amplitude), so a posterior from three points has heavy, Student-t
-       like tails. A constant ``y`` uses scale 1 with a warning; ``normalize_y=False``
-       skips the standardisation;
+       prior on the log amplitude; at least 3, the fewest for which the predictive variance
+       is finite), so a posterior from a few points has heavy, Student-t like tails. A
+       constant ``y`` uses scale 1 with a warning; ``normalize_y=False`` skips the
+       standardisation;
     2. obtain the prior network: the pretrained weights shipped for ``prior`` and
        ``D = n_features`` (loaded in well under a second, checksum verified; for a ``D``
        without shipped weights, the nearest shipped prior with a warning: the network is
@@ -195,9 +196,9 @@ class NDPRegressor(RegressorMixin, EstimatorBase):
         The target standardisation: the context's mean and amplitude estimate (step 1),
         or the family's mean and standard deviation for a prior trained on functions.
     scale_dof_ : int or None
-        Degrees of freedom (``n_context - 1``) of the amplitude estimate that the samples
-        marginalise (step 1); ``None`` when ``y`` is not standardised by the context
-        (``normalize_y=False``, a constant ``y``, or a prior trained on functions).
+        Degrees of freedom (``n_context - 1``, at least 3) of the amplitude estimate that
+        the samples marginalise (step 1); ``None`` when ``y`` is not standardised by the
+        context (``normalize_y=False``, a constant ``y``, or a prior trained on functions).
     noise_variance_ : float
         The prior's observation-noise variance in the units of ``y`` (at the estimated
         amplitude).
@@ -350,7 +351,9 @@ class NDPRegressor(RegressorMixin, EstimatorBase):
             spread = self.prior_config_.expected_sample_variance(
                 (self.X_train_ - offset) * x_scale)
             scale = scale / np.sqrt(spread)
-            self.scale_dof_ = len(y) - 1
+            # at least 3: below that the posterior predictive has no finite variance, and
+            # predict's mean and std would be Monte Carlo noise
+            self.scale_dof_ = max(len(y) - 1, 3)
         self.y_mean_, self.y_std_ = float(mean[0]), float(scale[0])
 
     def _context_rows(self, n, seed):
@@ -464,9 +467,10 @@ class NDPRegressor(RegressorMixin, EstimatorBase):
 
         The amplitude estimated from ``n`` context values is uncertain: with a flat prior on
         its logarithm, :math:`\\sigma^2 / \\hat\\sigma^2` is distributed as
-        :math:`\\nu / \\chi^2_\\nu` with :math:`\\nu = n - 1`. Every sample gets its own
-        draw (stratified over the samples, with a random offset, in a random order), so the
-        samples marginalise the amplitude; with many points ``r`` is close to 1.
+        :math:`\\nu / \\chi^2_\\nu` with :math:`\\nu = n - 1` (here at least 3). Every
+        sample gets its own draw (stratified over the samples, with a random offset, in a
+        random order), so the samples marginalise the amplitude; with many points ``r`` is
+        close to 1.
         """
         nu = getattr(self, "scale_dof_", None)
         if nu is None:

@@ -96,11 +96,16 @@ def test_affine_equivariance_of_the_maps(data):
 
 def test_amplitude_estimate_is_marginalised(data):
     """With the amplitude estimated from n context values, every sample draws its own factor
-    r with n - 1 over r^2 distributed as chi^2 with n - 1 degrees of freedom (stratified: one
-    draw per quantile stratum); a single sample is a draw too, not the median."""
+    r with nu over r^2 distributed as chi^2 with nu = max(n - 1, 3) degrees of freedom
+    (stratified: one draw per quantile stratum); a single sample is a draw too, not the
+    median."""
     X, y, Xt, _ = data
     est = NDPRegressor(random_state=0, **FAST).fit(X[:4], y[:4])
     assert est.scale_dof_ == 3
+    # never fewer than 3 degrees of freedom: with 2 points (1 degree) the predictive would
+    # have no finite variance
+    assert NDPRegressor(**FAST).fit(X[:2], y[:2]).scale_dof_ == 3
+    assert NDPRegressor(**FAST).fit(X, y).scale_dof_ == len(X) - 1
     r = est._amplitude_draws(4000, 5)
     np.testing.assert_array_equal(r, est._amplitude_draws(4000, 5))
     u = stats.chi2(3).sf(3 / r**2)  # the quantile each factor came from
