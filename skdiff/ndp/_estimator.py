@@ -472,7 +472,7 @@ class NDPRegressor(RegressorMixin, EstimatorBase):
         random order), so the samples marginalise the amplitude; with many points ``r`` is
         close to 1.
         """
-        nu = getattr(self, "scale_dof_", None)
+        nu = self.scale_dof_
         if nu is None:
             return None
         rng = np.random.RandomState(seed % 2**32)
