@@ -37,28 +37,52 @@ bounds = [(0.0, 1.0)] * 3
 n_iter, seeds = 15, [0, 1, 2]
 
 
-def model(name):
-    if name == "NDP":
-        return NDPRegressor(x_bounds=bounds)
-    if name == "GPR (ML-II)":
-        kernel = ConstantKernel() * Matern(np.full(3, 0.3), nu=2.5,
-                                           length_scale_bounds=(1e-2, 10)) + WhiteKernel(1e-4)
-        return GaussianProcessRegressor(kernel, normalize_y=True, n_restarts_optimizer=2)
-    return "random"
+def gpr(lengthscale):
+    kernel = ConstantKernel() * Matern(lengthscale, nu=2.5, length_scale_bounds=(1e-2, 10))
+    return GaussianProcessRegressor(kernel + WhiteKernel(1e-4), normalize_y=True,
+                                    n_restarts_optimizer=2, random_state=0)
 
 
-regret = {}
-for name in ("NDP", "GPR (ML-II)", "random"):
-    runs = []
-    for seed in seeds:
-        with warnings.catch_warnings():
-            warnings.simplefilter("ignore", ConvergenceWarning)
-            res = thompson_sampling(hartmann3, bounds, model=model(name), n_iter=n_iter,
-                                    random_state=seed)
-        runs.append(res.best_so_far - HARTMANN3_MIN)
-    regret[name] = np.array(runs)
+def regret_runs(models, objectives, bounds, n_iter):
+    """Simple regret after every evaluation: name -> (seeds, evaluations).
+
+    ``objectives`` holds one (objective, minimum) pair per seed."""
+    regret = {}
+    for name, make in models.items():
+        runs = []
+        for seed, (objective, minimum) in zip(seeds, objectives):
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore", ConvergenceWarning)
+                res = thompson_sampling(objective, bounds, model=make(), n_iter=n_iter,
+                                        random_state=seed)
+            runs.append(res.best_so_far - minimum)
+        regret[name] = np.array(runs)
+    return regret
+
+
+def plot_regret(regret):
+    """Mean regret against iterations, with a band of one standard error over the seeds."""
+    fig, ax = plt.subplots(figsize=(7, 4))
+    for name, r in regret.items():
+        k = np.arange(r.shape[1]) - 2
+        m, se = r.mean(0), r.std(0, ddof=1) / np.sqrt(len(r))
+        ax.plot(k, np.maximum(m, 1e-4), label=name)
+        ax.fill_between(k, np.maximum(m - se, 1e-4), m + se, alpha=0.2)
+    ax.set_yscale("log")
+    ax.set_xlabel("iterations after the 3 initial points")
+    ax.set_ylabel("simple regret")
+    ax.legend()
+    fig.tight_layout()
+    plt.show()
+
+
+regret = regret_runs({"NDP": lambda: NDPRegressor(x_bounds=bounds),
+                      "GPR (ML-II)": lambda: gpr(np.full(3, 0.3)),
+                      "random": lambda: "random"},
+                     [(hartmann3, HARTMANN3_MIN)] * len(seeds), bounds, n_iter)
+for name, r in regret.items():
     print(f"{name:12s} regret after {n_iter} iterations: "
-          f"{regret[name][:, -1].mean():.3f} (per seed {np.round(regret[name][:, -1], 3)})")
+          f"{r[:, -1].mean():.3f} (per seed {np.round(r[:, -1], 3)})")
 
 # %%
 # Regret curves
@@ -66,18 +90,7 @@ for name in ("NDP", "GPR (ML-II)", "random"):
 # The simple regret is the best value found so far minus the global minimum (-3.86278);
 # the shaded band is one standard error over the seeds. The first three evaluations are the
 # shared random start.
-fig, ax = plt.subplots(figsize=(7, 4))
-for name, r in regret.items():
-    k = np.arange(r.shape[1]) - 2
-    m, se = r.mean(0), r.std(0, ddof=1) / np.sqrt(len(r))
-    ax.plot(k, m, label=name)
-    ax.fill_between(k, m - se, m + se, alpha=0.2)
-ax.set_yscale("log")
-ax.set_xlabel("iterations after the 3 initial points")
-ax.set_ylabel("simple regret")
-ax.legend()
-fig.tight_layout()
-plt.show()
+plot_regret(regret)
 
 # %%
 # When the prior knows the family
@@ -88,7 +101,9 @@ plt.show()
 # :math:`A (6 (x - s) - 2)^2 \sin(12 (x - s) - 4) + B (x - 0.5) + C` with random
 # :math:`A, B, C, s`: a narrow global dip whose place and depth vary. The prior trains on
 # 2,000 members (a few minutes on one CPU core) and then optimises members it has never seen.
-# ``benchmarks/bayes_opt_family.py`` runs this with 20 members.
+# ``benchmarks/bayes_opt_family.py`` runs this with 20 members, where the family prior's regret
+# after 3 iterations is about 8 times lower than the GPR's; with the 3 members here the
+# curves are noisy.
 rng = np.random.RandomState(0)
 
 
@@ -113,32 +128,13 @@ prior = TrainedPrior(config, ema, name="forrester_family")
 
 grid = np.linspace(0, 1, 4001)[:, None]
 unit = [(0.0, 1.0)]
-models = {"NDP, family prior": lambda: NDPRegressor(prior=prior),
-          "NDP, gp prior": lambda: NDPRegressor(x_bounds=unit),
-          "GPR (ML-II)": lambda: GaussianProcessRegressor(
-              ConstantKernel() * Matern(0.3, nu=2.5, length_scale_bounds=(1e-2, 10))
-              + WhiteKernel(1e-4), normalize_y=True, n_restarts_optimizer=2),
-          "random": lambda: "random"}
-new_members = draw(len(seeds))
-family_regret = {}
-for name, make in models.items():
-    runs = []
-    for seed, f in zip(seeds, new_members):
-        with warnings.catch_warnings():
-            warnings.simplefilter("ignore", ConvergenceWarning)
-            res = thompson_sampling(f, unit, model=make(), n_iter=10, random_state=seed)
-        runs.append(res.best_so_far - f(grid).min())
-    family_regret[name] = np.array(runs)
-    print(f"{name:18s} regret after 3 / 10 iterations: "
-          f"{family_regret[name][:, 5].mean():.3f} / {family_regret[name][:, -1].mean():.3f}")
-
-fig, ax = plt.subplots(figsize=(7, 4))
+family_regret = regret_runs(
+    {"NDP, family prior": lambda: NDPRegressor(prior=prior),
+     "NDP, gp prior": lambda: NDPRegressor(x_bounds=unit),
+     "GPR (ML-II)": lambda: gpr(0.3),
+     "random": lambda: "random"},
+    [(f, f(grid).min()) for f in draw(len(seeds))], unit, n_iter=10)
 for name, r in family_regret.items():
-    k = np.arange(r.shape[1]) - 2
-    ax.plot(k, np.maximum(r.mean(0), 1e-4), label=name)
-ax.set_yscale("log")
-ax.set_xlabel("iterations after the 3 initial points")
-ax.set_ylabel("simple regret")
-ax.legend()
-fig.tight_layout()
-plt.show()
+    print(f"{name:18s} regret after 3 / 10 iterations: "
+          f"{r[:, 5].mean():.3f} / {r[:, -1].mean():.3f}")
+plot_regret(family_regret)
