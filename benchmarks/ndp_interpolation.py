@@ -13,7 +13,10 @@ noise fixed at its true value, 3 optimiser restarts). ``gp_sampled`` is the exac
 seen through the NDP metric: the same number of samples drawn from it, moment-matched. It is
 what a sampler that draws exactly from the posterior scores at that sample size (moment-matching
 a 50-dimensional Gaussian from 128 samples underestimates its small eigenvalues), not a bound
-on every sampler (``ndp_metric_ceiling.py``).
+on every sampler (``ndp_metric_ceiling.py``). ``prior_bayes`` (marginalising priors only)
+is the exact posterior of the prior's own task distribution, a mixture of GPs over its kernels
+and lengthscales, seen through the same metric: the most a perfectly trained network of that
+prior can score, since it cannot know the task's kernel and lengthscale.
 
 Run (takes tens of minutes on 2 CPU cores; ``--n-tasks`` trades precision for time)::
 
@@ -35,6 +38,7 @@ from sklearn.gaussian_process.kernels import RBF, ConstantKernel, Matern, WhiteK
 
 from skdiff import NDPRegressor
 from skdiff.datasets import make_gp_functions
+from skdiff.datasets._gp import gp_kernel
 from skdiff.ndp import gaussian_log_likelihood
 
 NOISE = 0.0025
@@ -88,6 +92,48 @@ def gp_sampled_metrics(gpr, Xc, yc, Xt, yt, n_samples=128, seed=0):
             np.mean((samples.mean(1) - yt) ** 2), np.mean(np.abs(yt - mean) < 1.96 * sd))
 
 
+def mixture(config):
+    """Whether a prior marginalises its kernel or lengthscale (a mixture of GPs)."""
+    return len(config.kernels) > 1 or len(config.lengthscale_quantiles(2)) > 1
+
+
+def prior_bayes_metrics(config, Xc, yc, Xt, yt, n_samples=128, seed=0, n_lengthscales=32):
+    """The Bayes posterior of the prior's own task distribution, seen through the NDP metric.
+
+    A marginalising prior (several kernels, a distribution of lengthscales) is a mixture of
+    GPs: its exact posterior is the mixture of each component's GP posterior, weighted by the
+    prior weight times the component's marginal likelihood of the context. The components
+    are the prior's kernels times ``n_lengthscales`` equally weighted quantiles of its
+    lengthscale distribution. ``n_samples`` draws of that mixture, moment-matched, score what
+    a network that had learnt its training distribution perfectly scores with a perfect
+    sampler: no amount of training lifts a prior above it (up to the metric's sampling
+    noise)."""
+    lengths = config.lengthscale_quantiles(n_lengthscales)
+    noise, var = config.noise, config.variance
+    means, chols, log_ml = [], [], []
+    Xc_, Xt_ = (np.broadcast_to(x, (len(lengths),) + x.shape) for x in (Xc, Xt))
+    for k in config.kernels:
+        kcc = gp_kernel(Xc_, Xc_, k, lengths, var) + noise * np.eye(len(Xc))
+        ktc = gp_kernel(Xt_, Xc_, k, lengths, var)
+        ktt = gp_kernel(Xt_, Xt_, k, lengths, var) + noise * np.eye(len(Xt))
+        L = np.linalg.cholesky(kcc)  # [lengths, c, c]
+        a = np.linalg.solve(L, yc[None, :, None])[..., 0]
+        v = np.linalg.solve(L, np.swapaxes(ktc, -1, -2))  # [lengths, c, t]
+        log_ml.append(-0.5 * (a**2).sum(-1) - np.log(np.diagonal(L, axis1=-2, axis2=-1)).sum(-1))
+        means.append(np.einsum("lct,lc->lt", v, a))
+        cov = ktt - np.swapaxes(v, -1, -2) @ v
+        chols.append(np.linalg.cholesky(cov + 1e-9 * np.eye(len(Xt))))
+    log_ml, means, chols = (np.concatenate(x) for x in (log_ml, means, chols))
+    w = np.exp(log_ml - log_ml.max())
+    rng = np.random.RandomState(seed)
+    comp = rng.choice(len(w), size=n_samples, p=w / w.sum())
+    z = rng.standard_normal((n_samples, len(Xt)))
+    samples = (means[comp] + np.einsum("stu,su->st", chols[comp], z)).T  # [targets, samples]
+    mean, sd = samples.mean(1), samples.std(1, ddof=1)
+    return (gaussian_log_likelihood(yt, samples, joint=True), np.mean((mean - yt) ** 2),
+            np.mean(np.abs(yt - mean) < 1.96 * sd))
+
+
 def ndp_metrics(est, Xc, yc, Xt, yt, n_samples=128, seed=0):
     est.fit(Xc, yc)
     samples = est.sample_posterior(Xt, n_samples=n_samples, random_state=seed)
@@ -120,10 +166,13 @@ def main(argv=None):
                                n_sampling_steps=args.n_sampling_steps,
                                n_resample=args.n_resample, x_bounds=(-2, 2), normalize_y=False,
                                random_state=0)
-            rows = {"ndp": [], "gp_sampled": [], "gp_true": [], "gpr_ml2": []}
+            rows = {"ndp": [], "prior_bayes": [], "gp_sampled": [], "gp_true": [], "gpr_ml2": []}
             t0 = time.time()
             for i, (Xc, yc, Xt, yt) in enumerate(tasks):
                 rows["ndp"].append(ndp_metrics(ndp, Xc, yc, Xt, yt, args.n_samples, seed=i))
+                if mixture(ndp.prior_config_):
+                    rows["prior_bayes"].append(prior_bayes_metrics(
+                        ndp.prior_config_, Xc, yc, Xt, yt, args.n_samples, seed=i))
                 rows["gp_sampled"].append(gp_sampled_metrics(GaussianProcessRegressor(
                     sk_kernel(kernel, d, True), optimizer=None), Xc, yc, Xt, yt,
                     args.n_samples, seed=i))
@@ -132,6 +181,7 @@ def main(argv=None):
                 rows["gpr_ml2"].append(gp_metrics(GaussianProcessRegressor(
                     sk_kernel(kernel, d, False), n_restarts_optimizer=3, random_state=i),
                     Xc, yc, Xt, yt))
+            rows = {m: r for m, r in rows.items() if r}
             key = f"D={d} {kernel}"
             results[key] = {m: summarise(r) for m, r in rows.items()}
             small = [i for i, t in enumerate(tasks) if len(t[0]) <= (4 if d == 1 else 10)]

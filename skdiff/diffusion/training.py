@@ -131,8 +131,7 @@ class PriorConfig:
     y_scale: float | None = None
 
     def __post_init__(self):
-        kernels = (self.kernel,) if isinstance(self.kernel, str) else tuple(self.kernel)
-        if not kernels or any(k not in KERNELS for k in kernels):
+        if not self.kernels or any(k not in KERNELS for k in self.kernels):
             raise ValueError(f"'kernel' must be one of {KERNELS} or a tuple of them; got "
                              f"{self.kernel!r}.")
         if self.loss not in ("l1", "l2"):
@@ -340,6 +339,37 @@ class PriorConfig:
             return (kind, a + math.log(scale), b)
         return (kind, a * scale, b * scale)
 
+    @property
+    def kernels(self):
+        """The kernel names this prior draws its functions from (uniformly), as a tuple."""
+        return (self.kernel,) if isinstance(self.kernel, str) else tuple(self.kernel)
+
+    def lengthscale_quantiles(self, n):
+        """``n`` equally weighted quantiles of the lengthscale distribution (with the sqrt(D)
+        scaling): the midpoints ``(i + 0.5) / n`` of its quantile function, or the one fixed
+        lengthscale. Averages over the distribution become means over these values.
+
+        Parameters
+        ----------
+        n : int
+            Quantiles wanted.
+
+        Returns
+        -------
+        lengthscales : ndarray of shape (n,), or (1,) for a fixed lengthscale
+        """
+        from scipy.stats import norm
+
+        ls = self.lengthscale_sampler()
+        if isinstance(ls, numbers.Real):
+            return np.array([float(ls)])
+        q = (np.arange(n) + 0.5) / n
+        if ls[0] == "lognormal":
+            return np.exp(ls[1] + ls[2] * norm.ppf(q))
+        if ls[0] == "uniform":
+            return ls[1] + (ls[2] - ls[1]) * q
+        return np.exp(np.log(ls[1]) + (np.log(ls[2]) - np.log(ls[1])) * q)  # loguniform
+
     def expected_sample_variance(self, X, n_quadrature=16):
         """Expected variance, about their own mean, of the noisy values of one training
         function of this prior observed at the inputs ``X``.
@@ -364,24 +394,12 @@ class PriorConfig:
         variance : float
             The expected variance of the values about their mean, noise included.
         """
-        from scipy.stats import norm
-
         X = np.asarray(X, dtype=np.float64)
         n = len(X)
-        ls = self.lengthscale_sampler()
-        q = (np.arange(n_quadrature) + 0.5) / n_quadrature
-        if isinstance(ls, numbers.Real):
-            lengths = np.array([float(ls)])
-        elif ls[0] == "lognormal":
-            lengths = np.exp(ls[1] + ls[2] * norm.ppf(q))
-        elif ls[0] == "uniform":
-            lengths = ls[1] + (ls[2] - ls[1]) * q
-        else:  # loguniform
-            lengths = np.exp(np.log(ls[1]) + (np.log(ls[2]) - np.log(ls[1])) * q)
-        kernels = (self.kernel,) if isinstance(self.kernel, str) else tuple(self.kernel)
+        lengths = self.lengthscale_quantiles(n_quadrature)
         Xb = np.broadcast_to(X, (len(lengths),) + X.shape)
         K = np.stack([gp_kernel(Xb, Xb, k, lengths, self.variance)
-                      for k in kernels])  # [kernels, lengths, n, n]
+                      for k in self.kernels])  # [kernels, lengths, n, n]
         spread = np.trace(K, axis1=-2, axis2=-1) / n - K.sum((-2, -1)) / n**2
         return float(spread.mean() + self.noise * (1 - 1 / n))
 
@@ -401,8 +419,7 @@ class PriorConfig:
             The functions as :func:`~skdiff.datasets.make_gp_functions` returns them.
         """
         return make_gp_functions(
-            n_functions, self.points, self.n_dims, kernel=list(
-                (self.kernel,) if isinstance(self.kernel, str) else self.kernel),
+            n_functions, self.points, self.n_dims, kernel=list(self.kernels),
             lengthscale=self.lengthscale_sampler(), variance=self.variance, noise=self.noise,
             domain=self.domain, random_state=random_state,
         )
