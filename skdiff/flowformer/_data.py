@@ -94,3 +94,42 @@ def ridge_skip(F_all, ys, rows, n_skip_outputs, weights=None):
     if n_skip_outputs == 2 * k:  # Gaussian head: inverse softplus of the residual variance
         bias[k:] = np.log(np.expm1(resid))
     return weight, bias
+
+
+#: Inverse L2 penalties tried for the classifier's logistic start, and its most folds.
+LOGISTIC_CS = tuple(float(c) for c in np.logspace(-4, 2, 7))
+LOGISTIC_FOLDS = 5
+
+
+def logistic_skip(F, codes, n_classes, weights=None, random_state=None):
+    """Logistic-regression start of the classifier's linear skip.
+
+    ``F`` (n, f) are the skip's features of the training rows (the scaled series, flattened)
+    and ``codes`` (n,) their class indices in ``range(n_classes)``, rows weighted by
+    ``weights`` (n,) when given. A multinomial logistic regression with the inverse L2
+    penalty ``C`` of ``LOGISTIC_CS`` that has the best log-loss over stratified folds (as
+    many as the smallest class allows, at most ``LOGISTIC_FOLDS``; with one row in a class,
+    ``C=1``) is fitted, and its logits become the skip: the classifier starts as the logistic
+    regression a user would otherwise fit on the flattened series, and the encoder learns a
+    correction to its logits. Returns ``(weight, bias, C)``: shapes (n_classes, f) and
+    (n_classes,); a binary problem's single logit ``z`` is split as ``(-z/2, z/2)``. ``None``
+    when a class has no training row (``partial_fit`` with ``classes``).
+    """
+    from sklearn.linear_model import LogisticRegression
+    from sklearn.model_selection import GridSearchCV, StratifiedKFold
+
+    counts = np.bincount(codes, minlength=n_classes)
+    if counts.min() < 1:
+        return None
+    n_folds = min(LOGISTIC_FOLDS, int(counts.min()))
+    model = LogisticRegression(max_iter=2000)
+    if n_folds >= 2:  # GridSearchCV rather than LogisticRegressionCV, whose arguments change
+        model = GridSearchCV(model, {"C": list(LOGISTIC_CS)}, scoring="neg_log_loss",
+                             cv=StratifiedKFold(n_folds, shuffle=True,
+                                                random_state=random_state))
+    model.fit(F, codes, sample_weight=weights)
+    best = getattr(model, "best_estimator_", model)
+    W, b = best.coef_, best.intercept_
+    if n_classes == 2:
+        W, b = np.vstack([-W / 2, W / 2]), np.array([-b[0] / 2, b[0] / 2])
+    return W, b, float(best.C)

@@ -212,7 +212,11 @@ class Flowformer(nn.Module):
         [mean, std, last value] (3C); ``"window"`` those plus every input value (3C + L C),
         which makes the skip a linear autoregression on the whole window (as a ridge
         regression on the lags; cf. the linear baselines of Zeng et al., AAAI 2023) and the
-        encoder a nonlinear correction to it. An skdiff addition.
+        encoder a nonlinear correction to it. Without ``instance_norm``, ``"window"`` adds a
+        linear map of the L C input values to the output (a linear model of the whole
+        sequence, e.g. a logistic regression's logits, that the encoder corrects) and
+        ``"level"`` adds nothing. With a skip the head starts at zero, so the network starts
+        as the skip alone. An skdiff addition.
     chunk_size : int or None, default=None
         Chunk length of the causal Flow-Attention kernel.
     patch_len : int or None, default=None
@@ -292,16 +296,16 @@ class Flowformer(nn.Module):
         self.head_dropout = nn.Dropout(dropout)
         self.head = nn.Linear(pooled, n_outputs)
         # level skip of the instance normalisation: [mean, std, last] per channel -> outputs
-        n_skip = 3 * self.n_channels + (self.max_len * self.n_channels if self.skip_window
-                                        else 0)
-        self.skip = nn.Linear(n_skip, n_outputs) if self.instance_norm else None
+        n_skip = (3 * self.n_channels if self.instance_norm else 0) + (
+            self.max_len * self.n_channels if self.skip_window else 0)
+        self.skip = nn.Linear(n_skip, n_outputs) if n_skip else None
         # exponents of the window stds that rescale the encoder's output (see forward)
         self.std_mix = nn.Parameter(torch.full((n_outputs, self.n_channels),
                                                1.0 / self.n_channels)) \
             if self.instance_norm else None
-        if self.instance_norm:
-            # zero-init head: the model starts as the level skip alone (which estimators
-            # initialise by least squares) and the encoder adds a learnt correction
+        if self.skip is not None:
+            # zero-init head: the model starts as the skip alone (which estimators initialise
+            # by least squares or a logistic regression) and the encoder adds a correction
             nn.init.zeros_(self.head.weight)
             nn.init.zeros_(self.head.bias)
 
@@ -322,7 +326,8 @@ class Flowformer(nn.Module):
             Whether training updates the skip afterwards.
         """
         if self.skip is None:
-            raise ValueError("This network has no linear skip (instance_norm=False).")
+            raise ValueError("This network has no linear skip (instance_norm=False and "
+                             "skip='level').")
         self.skip.weight.copy_(torch.as_tensor(weight, dtype=self.skip.weight.dtype))
         self.skip.bias.copy_(torch.as_tensor(bias, dtype=self.skip.bias.dtype))
         self.skip.requires_grad_(trainable)
@@ -384,7 +389,7 @@ class Flowformer(nn.Module):
         return x.mean(1, keepdim=True), (x.var(1, keepdim=True, unbiased=False) + 1e-5).sqrt()
 
     def skip_features(self, x, stats=None):
-        """Inputs of the linear skip for x (b, L, C): (b, 3C) or (b, 3C + L C).
+        """Inputs of the linear skip for x (b, L, C): (b, 3C), (b, 3C + L C) or (b, L C).
 
         Parameters
         ----------
@@ -396,10 +401,12 @@ class Flowformer(nn.Module):
 
         Returns
         -------
-        features : Tensor of shape (b, 3C) or (b, 3C + L C)
-            Per-channel mean, std and last value, followed by the whole window with
-            ``skip="window"``.
+        features : Tensor of shape (b, 3C), (b, 3C + L C) or (b, L C)
+            Per-channel mean, std and last value (with ``instance_norm``), followed by the
+            whole window with ``skip="window"``.
         """
+        if not self.instance_norm:
+            return x.flatten(1)
         mu, sd = self.window_stats(x) if stats is None else stats
         feats = [mu[:, 0], sd[:, 0], x[:, -1]] + ([x.flatten(1)] if self.skip_window else [])
         return torch.cat(feats, dim=1)
@@ -412,11 +419,15 @@ class Flowformer(nn.Module):
             mu, sd = self.window_stats(x)  # (b, 1, C) each
             stats = self.skip_features(x, (mu, sd))
             x = (x - mu) / sd
+        elif self.skip is not None:
+            stats = self.skip_features(x)
         h = self.input_dropout(self._embed(x))
         for layer in self.layers:
             h = layer(h, self.adjacency)
         out = self._head(h, b)
-        if stats is not None:
+        if stats is not None and not self.instance_norm:
+            out = out + self.skip(stats)
+        elif stats is not None:
             # RevIN de-normalisation of the encoder's correction: it was computed from the
             # window divided by its std, so it is multiplied back by the std (for several
             # channels by a learnt geometric mixture of their stds, started at their mean)
@@ -428,7 +439,7 @@ class Flowformer(nn.Module):
         _, L, C = x.shape
         if C != self.n_channels:
             raise ValueError(f"expected {self.n_channels} channels; got {C}.")
-        fixed = self.pooling == "flatten" or (self.instance_norm and self.skip_window)
+        fixed = self.pooling == "flatten" or self.skip_window
         if L > self.max_len or (fixed and L != self.max_len):
             need = "exactly" if fixed else "at most"
             raise ValueError(f"sequence length {L}: this network takes {need} {self.max_len}.")

@@ -115,6 +115,53 @@ def test_window_skip_starts_at_the_ridge_solution():
     assert no_norm.skip_ == "level"
 
 
+def test_window_skip_without_instance_norm_is_a_linear_model_of_the_window():
+    rng = np.random.default_rng(0)
+    X = rng.normal(size=(300, 12))
+    y = X @ rng.normal(size=12) + 0.01 * rng.normal(size=300)
+    kw = dict(hidden_dim=8, n_heads=2, n_layers=1, max_epochs=1, lr=1e-9, random_state=0,
+              device="cpu", validation_fraction=0.2, instance_norm=False)
+    reg = FlowformerRegressor(**kw, skip="window").fit(X[:250], y[:250])
+    assert reg.skip_ == "window" and reg.score(X[250:], y[250:]) > 0.999
+    with pytest.raises(ValueError, match="X has 11 features, but FlowformerRegressor is "
+                                         "expecting 12"):
+        reg.predict(X[:5, :11])
+
+
+def test_classifier_starts_at_the_cross_validated_logistic_regression():
+    """skip="auto" is the window skip for the classifier: its logits start at a logistic
+    regression on the flattened scaled series (penalty chosen by stratified folds) and stay
+    fixed; with a tiny learning rate the encoder (head started at zero) adds nothing."""
+    from sklearn.linear_model import LogisticRegression
+
+    from skdiff.flowformer._data import LOGISTIC_CS
+
+    rng = np.random.default_rng(0)
+    X = rng.normal(size=(90, 16, 2))
+    y = np.array(["a", "b", "c"])[(X[:, 3:8, 0].sum(1) > 0).astype(int)
+                                  + (X[:, 10:, 1].sum(1) > 1)]
+    kw = dict(hidden_dim=8, n_heads=2, n_layers=1, max_epochs=2, lr=1e-9, random_state=0,
+              device="cpu")
+    clf = FlowformerClassifier(**kw).fit(X[:60], y[:60])
+    assert clf.skip_ == "window" and clf.logistic_C_ in LOGISTIC_CS
+    Xs = ((X - clf.x_mean_) / clf.x_scale_).reshape(len(X), -1)
+    lr = LogisticRegression(C=clf.logistic_C_, max_iter=2000).fit(Xs[:60], y[:60])
+    np.testing.assert_allclose(clf.predict_proba(X[60:]), lr.predict_proba(Xs[60:]),
+                               atol=1e-4)
+    assert not clf.module_.skip.weight.requires_grad
+    # the level skip (no start) does not start there; a binary problem splits the logit
+    level = FlowformerClassifier(**kw, skip="level").fit(X[:60], y[:60])
+    assert level.logistic_C_ is None and level.module_.skip is None
+    binary = FlowformerClassifier(**kw).fit(X[:60], y[:60] == "a")
+    lr2 = LogisticRegression(C=binary.logistic_C_, max_iter=2000).fit(Xs[:60], y[:60] == "a")
+    np.testing.assert_allclose(binary.predict_proba(X[60:]), lr2.predict_proba(Xs[60:]),
+                               atol=1e-4)
+    # a class without training rows (partial_fit with classes): no start, still trains
+    part = FlowformerClassifier(**kw).partial_fit(X[:60], np.where(y[:60] == "c", "a", y[:60]),
+                                                  classes=["a", "b", "c"])
+    assert part.logistic_C_ is None and part.predict_proba(X[60:]).shape == (30, 3)
+
+
 def test_auto_patches_for_long_sequences_only():
     rng = np.random.default_rng(0)
     kw = dict(hidden_dim=8, n_heads=2, n_layers=1, max_epochs=1, random_state=0, device="cpu")
@@ -123,7 +170,7 @@ def test_auto_patches_for_long_sequences_only():
     assert (short.patch_len_, short.patch_stride_) == (None, None)
     assert (long.patch_len_, long.patch_stride_) == (8, 4)
     clf = FlowformerClassifier(**kw).fit(rng.normal(size=(40, 64)), np.arange(40) % 2)
-    assert (clf.patch_len_, clf.patch_stride_, clf.skip_) == (8, 4, "level")
+    assert (clf.patch_len_, clf.patch_stride_, clf.skip_) == (8, 4, "window")
     with pytest.raises(ValueError, match="needs an integer 'patch_len'; got patch_len='auto'"):
         FlowformerRegressor(**kw, patch_stride=2).fit(rng.normal(size=(40, 64)),
                                                       rng.normal(size=40))
@@ -233,9 +280,6 @@ def test_input_errors():
         FlowformerRegressor(**{**FAST, "hidden_dim": 10, "n_heads": 3}).fit(X, y)
     with pytest.raises(ValueError, match="'pooling' parameter of FlowformerRegressor must be"):
         FlowformerRegressor(pooling="max").fit(X, y)
-    with pytest.raises(ValueError, match="skip='window' .* needs instance_norm=True; got "
-                                         "instance_norm=False"):
-        FlowformerRegressor(**FAST, skip="window", instance_norm=False).fit(X, y)
     with pytest.raises(ValueError, match="'n_samples' must be an integer >= 1; got 0"):
         FlowformerRegressor(**FAST).fit(X, y).sample_posterior(X, n_samples=0)
     with pytest.raises(ValueError, match=r"'patch_len' \(25\) is longer than the sequences of "

@@ -51,6 +51,26 @@ def test_window_skip_features():
     torch.testing.assert_close(f[:, 6:], x.reshape(4, 10))
 
 
+def test_window_skip_without_instance_norm():
+    """A linear map of the raw window added to the output; the head starts at zero, so the
+    network starts as the skip alone. ``"level"`` without instance_norm adds nothing."""
+    torch.manual_seed(0)
+    net = Flowformer(2, 3, 5, hidden_dim=8, n_heads=2, skip="window").eval()
+    x = torch.randn(4, 5, 2)
+    f = net.skip_features(x)
+    assert f.shape == (4, 10) and net.skip.in_features == 10
+    torch.testing.assert_close(f, x.reshape(4, 10))
+    torch.testing.assert_close(net(x), net.skip(f))
+    net.set_skip_(torch.zeros(3, 10), torch.tensor([1.0, 2.0, 3.0]), trainable=False)
+    with torch.no_grad():
+        net.head.weight.normal_()
+    h = net(x) - torch.tensor([1.0, 2.0, 3.0])  # the encoder's part: the head's output
+    assert h.abs().min() > 0 and not net.skip.weight.requires_grad
+    with pytest.raises(ValueError, match="sequence length 4: this network takes exactly 5"):
+        net(torch.randn(1, 4, 2))
+    assert Flowformer(2, 3, 5, hidden_dim=8, n_heads=2).skip is None
+
+
 def test_graph_step_follows_the_adjacency():
     # two components {0, 1} and {2, 3}: changing channel 0 never reaches channels 2 and 3
     torch.manual_seed(0)
