@@ -71,7 +71,11 @@ def gp_metrics(gpr, Xc, yc, Xt, yt):
         warnings.simplefilter("ignore", ConvergenceWarning)
         gpr.fit(Xc, yc)
     mean, cov = gpr.predict(Xt, return_cov=True)
-    cov = cov + 1e-9 * np.eye(len(yt))
+    return gp_moment_metrics(mean, cov + 1e-9 * np.eye(len(yt)), yt)
+
+
+def gp_moment_metrics(mean, cov, yt):
+    """Joint log density per point, MSE and 95 % coverage of a Gaussian predictive."""
     L = np.linalg.cholesky(cov)
     z = np.linalg.solve(L, yt - mean)
     ll = -0.5 * (z @ z + 2 * np.log(np.diag(L)).sum() + len(yt) * np.log(2 * np.pi)) / len(yt)
@@ -97,20 +101,18 @@ def mixture(config):
     return len(config.kernels) > 1 or len(config.lengthscale_quantiles(2)) > 1
 
 
-def prior_bayes_metrics(config, Xc, yc, Xt, yt, n_samples=128, seed=0, n_lengthscales=32):
-    """The Bayes posterior of the prior's own task distribution, seen through the NDP metric.
+def prior_bayes_posterior(config, Xc, yc, Xt, n_lengthscales=32):
+    """The Bayes posterior of a prior's own task distribution at the targets.
 
     A marginalising prior (several kernels, a distribution of lengthscales) is a mixture of
-    GPs: its exact posterior is the mixture of each component's GP posterior, weighted by the
-    prior weight times the component's marginal likelihood of the context. The components
-    are the prior's kernels times ``n_lengthscales`` equally weighted quantiles of its
-    lengthscale distribution. ``n_samples`` draws of that mixture, moment-matched, score what
-    a network that had learnt its training distribution perfectly scores with a perfect
-    sampler: no amount of training lifts a prior above it (up to the metric's sampling
-    noise)."""
+    GPs: its exact posterior is the mixture of each component's GP posterior (noisy targets),
+    weighted by the prior weight times the component's marginal likelihood of the context.
+    The components are the prior's kernels times ``n_lengthscales`` equally weighted
+    quantiles of its lengthscale distribution. Returns the normalised weights (K,), means
+    (K, T) and covariances (K, T, T)."""
     lengths = config.lengthscale_quantiles(n_lengthscales)
     noise, var = config.noise, config.variance
-    means, chols, log_ml = [], [], []
+    means, covs, log_ml = [], [], []
     Xc_, Xt_ = (np.broadcast_to(x, (len(lengths),) + x.shape) for x in (Xc, Xt))
     for k in config.kernels:
         kcc = gp_kernel(Xc_, Xc_, k, lengths, var) + noise * np.eye(len(Xc))
@@ -121,14 +123,30 @@ def prior_bayes_metrics(config, Xc, yc, Xt, yt, n_samples=128, seed=0, n_lengths
         v = np.linalg.solve(L, np.swapaxes(ktc, -1, -2))  # [lengths, c, t]
         log_ml.append(-0.5 * (a**2).sum(-1) - np.log(np.diagonal(L, axis1=-2, axis2=-1)).sum(-1))
         means.append(np.einsum("lct,lc->lt", v, a))
-        cov = ktt - np.swapaxes(v, -1, -2) @ v
-        chols.append(np.linalg.cholesky(cov + 1e-9 * np.eye(len(Xt))))
-    log_ml, means, chols = (np.concatenate(x) for x in (log_ml, means, chols))
+        covs.append(ktt - np.swapaxes(v, -1, -2) @ v)
+    log_ml, means, covs = (np.concatenate(x) for x in (log_ml, means, covs))
     w = np.exp(log_ml - log_ml.max())
+    return w / w.sum(), means, covs
+
+
+def prior_bayes_metrics(config, Xc, yc, Xt, yt, n_samples=128, seed=0):
+    """:func:`prior_bayes_posterior` seen through the NDP metric: ``n_samples`` draws of the
+    mixture, moment-matched (``None``: the mixture's exact mean and covariance). It scores
+    what a network that had learnt its training distribution perfectly scores with a perfect
+    sampler: no amount of training lifts a prior above it, up to the metric's sampling
+    noise."""
+    w, means, covs = prior_bayes_posterior(config, Xc, yc, Xt)
+    jitter = 1e-9 * np.eye(len(Xt))
+    if n_samples is None:
+        mean = w @ means
+        dev = means - mean
+        cov = np.einsum("k,kst->st", w, covs) + (w[:, None] * dev).T @ dev + jitter
+        return gp_moment_metrics(mean, cov, yt)
     rng = np.random.RandomState(seed)
-    comp = rng.choice(len(w), size=n_samples, p=w / w.sum())
+    comp = rng.choice(len(w), size=n_samples, p=w)
     z = rng.standard_normal((n_samples, len(Xt)))
-    samples = (means[comp] + np.einsum("stu,su->st", chols[comp], z)).T  # [targets, samples]
+    chols = np.linalg.cholesky(covs[comp] + jitter)
+    samples = (means[comp] + np.einsum("stu,su->st", chols, z)).T  # [targets, samples]
     mean, sd = samples.mean(1), samples.std(1, ddof=1)
     return (gaussian_log_likelihood(yt, samples, joint=True), np.mean((mean - yt) ** 2),
             np.mean(np.abs(yt - mean) < 1.96 * sd))

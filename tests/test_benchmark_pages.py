@@ -66,11 +66,15 @@ def test_bayes_opt_table_reads_regret_after_k_iterations_and_draws_the_curve():
 
 
 def test_ndp_ceiling_marks_the_analytic_row_with_the_papers_figure():
+    prior = "gp prior's Bayes posterior"
     doc = {"rows": [{"kernel": "se", "n_samples": None, "loglik": 0.717, "se": 0.01},
-                    {"kernel": "se", "n_samples": 1024, "loglik": 0.704, "se": 0.01}]}
+                    {"kernel": "se", "n_samples": 1024, "loglik": 0.704, "se": 0.01},
+                    {"kernel": "se", "posterior": prior, "n_samples": None, "loglik": 0.235,
+                     "se": 0.013}]}
     _, rows = bench._ndp_ceiling(doc)
-    assert rows == [["se", "analytic", "0.717 ± 0.010", "0.71"],
-                    ["se", "1,024", "0.704 ± 0.010", "–"]]
+    assert rows == [["se", "exact GP", "analytic", "0.717 ± 0.010", "0.71"],
+                    ["se", "exact GP", "1,024", "0.704 ± 0.010", "–"],
+                    ["se", prior, "analytic", "0.235 ± 0.013", "–"]]
 
 
 def test_ndp_scripts_record_the_command_without_machine_paths(monkeypatch, tmp_path):

@@ -357,6 +357,7 @@ class PriorConfig:
         Returns
         -------
         lengthscales : ndarray of shape (n,), or (1,) for a fixed lengthscale
+            The quantiles in increasing order.
         """
         from scipy.stats import norm
 

@@ -142,9 +142,8 @@ def test_expected_sample_variance_matches_drawn_functions(name, n_dims, n_points
     against the variance of the prior's own training functions drawn at the same inputs."""
     config = get_prior_config(name, n_dims)
     X = np.random.RandomState(1).uniform(-width / 2, width / 2, (n_points, n_dims))
-    kernels = [config.kernel] if isinstance(config.kernel, str) else list(config.kernel)
     draws = make_gp_functions(  # the kernels, lengthscales and noise of training
-        20000, n_points, n_dims, X=X, kernel=kernels,
+        20000, n_points, n_dims, X=X, kernel=list(config.kernels),
         lengthscale=config.lengthscale_sampler(), variance=config.variance,
         noise=config.noise, random_state=2)
     empirical = draws.y.var(axis=1).mean()
@@ -154,6 +153,24 @@ def test_expected_sample_variance_matches_drawn_functions(name, n_dims, n_points
     # when they are closer than the lengthscales
     assert expected < config.variance + config.noise
     assert config.expected_sample_variance(X / 10) < 0.5 * expected
+
+
+@pytest.mark.parametrize("lengthscale, n_dims, expected", [
+    (0.5, 1, [0.5]), (0.5, 4, [1.0]),
+    (("uniform", 0.1, 0.5), 1, [0.15, 0.25, 0.35, 0.45]),
+    (("loguniform", 0.1, 1.6), 1, [0.1 * 2 ** (i + 0.5) for i in range(4)]),
+    (("lognormal", math.log(0.4), 0.5), 4, None)])
+def test_lengthscale_quantiles(lengthscale, n_dims, expected):
+    """Quantile midpoints of the lengthscale distribution, with the sqrt(D) scaling."""
+    config = PriorConfig(lengthscale=lengthscale, n_dims=n_dims)
+    q = config.lengthscale_quantiles(4)
+    if expected is not None:
+        np.testing.assert_allclose(q, expected)
+    else:  # lognormal: symmetric in log about log(0.4 * sqrt(4)); the 0.625 quantile
+        np.testing.assert_allclose(np.log(q).mean(), math.log(0.8))
+        np.testing.assert_allclose(q[2], 0.8 * math.exp(0.5 * 0.3186393639643752))
+    assert PriorConfig(kernel="se").kernels == ("se",)
+    assert PriorConfig(kernel=("se", "matern12")).kernels == ("se", "matern12")
 
 
 def test_save_load_round_trip_and_checksum_errors(tmp_path, trained):
