@@ -72,7 +72,7 @@ def member(params):
 
 def get_prior(args, work):
     """Train (or resume, or reuse) the family prior; returns its weights path and record."""
-    rng = np.random.RandomState(args.seed)
+    rng = np.random.RandomState([args.seed, 1])  # the inputs' own stream, apart from the members'
     functions = []
     for params in draw_members(args.n_train, args.seed):
         x = rng.uniform(0.0, 1.0, 64)
