@@ -180,10 +180,11 @@ _AUTOCAST = {None: None, "bf16": torch.bfloat16, "fp16": torch.float16}
 
 
 def _max_abs_weight(module):
-    """The largest absolute value among a module's floating-point parameters."""
+    """The largest absolute value among a module's trainable floating-point parameters
+    (frozen ones, such as a fixed closed-form start, cannot grow)."""
     with torch.no_grad():
         return max((float(p.abs().max()) for p in module.parameters()
-                    if p.is_floating_point() and p.numel()), default=0.0)
+                    if p.requires_grad and p.is_floating_point() and p.numel()), default=0.0)
 
 
 def _oom_message(exc, estimator):
