@@ -84,6 +84,7 @@ def _notes(row):
         if "true_gp_median_loglik" in base:
             out.append(f"true GP {base['true_gp_median_loglik']:.2f}")
     for w in row.get("warnings", []):
+        w = " ".join(w.split())  # one line: a table cell cannot hold a line break
         out.append(f"warns {w[:110]}" + ("..." if len(w) > 110 else ""))
     if "error" in row:
         out.append(f"**{row['error']}**")

@@ -90,3 +90,12 @@ def test_ndp_scripts_record_the_command_without_machine_paths(monkeypatch, tmp_p
                               "--cache benchmarks/x")
     assert list(doc)[:3] == ["command", "date", "environment"]
     assert {"device_name", "torch", "threads", "cpu_count"} <= set(doc["environment"])
+
+
+def test_defaults_page_notes_stay_on_one_table_line():
+    """A multi-line warning recorded with a row becomes one line of its table cell."""
+    render = _load("_defaults_render_under_test", ROOT / "benchmarks" / "_defaults_render.py")
+    row = {"skdiff": {"extra": {"epochs": 3}},
+           "warnings": ["ConvergenceWarning: lbfgs failed to converge (status=1):\nSTOP: TOTAL"]}
+    assert render._notes(row) == ("3 epochs; warns ConvergenceWarning: lbfgs failed to "
+                                  "converge (status=1): STOP: TOTAL")
