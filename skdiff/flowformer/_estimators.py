@@ -201,6 +201,7 @@ class _FlowformerBase(NeuralEstimatorBase):
     """Sequence inputs, network and inference shared by the Flowformer estimators."""
 
     _parameter_constraints = {**TRAINING_PARAMETER_CONSTRAINTS, **_MODEL_CONSTRAINTS}
+
     def _auto_skip(self):  # pragma: no cover - the task layer's
         """What ``skip="auto"`` is."""
         raise NotImplementedError
