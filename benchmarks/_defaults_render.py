@@ -151,10 +151,14 @@ def _detail(rows, est):
 def render(doc, json_name="benchmarks/results/defaults.json"):
     """The docs page (a markdown string) of a results document (the parsed JSON)."""
     rows = doc["rows"]
+    used = {r["run"] for r in rows}
     lines = [INTRO, "## Runs", "",
-             "| date | command | skdiff | hardware | torch threads | load average "
+             "The runs the rows below come from (a row run again replaces its earlier result).",
+             "", "| date | command | skdiff | hardware | torch threads | load average "
              "(start / end) | minutes |", "|---|---|---|---|---|---|---|"]
-    for run in doc["runs"]:
+    for i, run in enumerate(doc["runs"]):
+        if i not in used:
+            continue
         version = run["skdiff"] + (f" ({run['commit']})" if run.get("commit") else "")
         lines.append(f"| {run['date']} | `{run['command']}` | {version} | {run['hardware']} | "
                      f"{run['threads']} | {run['loadavg_start']} / "

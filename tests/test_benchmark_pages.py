@@ -99,3 +99,15 @@ def test_defaults_page_notes_stay_on_one_table_line():
            "warnings": ["ConvergenceWarning: lbfgs failed to converge (status=1):\nSTOP: TOTAL"]}
     assert render._notes(row) == ("3 epochs; warns ConvergenceWarning: lbfgs failed to "
                                   "converge (status=1): STOP: TOTAL")
+
+
+def test_defaults_page_lists_the_runs_its_rows_come_from():
+    render = _load("_defaults_render_under_test", ROOT / "benchmarks" / "_defaults_render.py")
+    run = {"date": "d", "skdiff": "0.1", "hardware": "cpu", "threads": 1, "loadavg_start": 1}
+    doc = {"runs": [{**run, "command": "python first"}, {**run, "command": "python second"}],
+           "rows": []}
+    page = render.render(doc)
+    assert "python first" not in page and "python second" not in page
+    doc["rows"] = [{"run": 1, "estimator": "none of the estimators"}]
+    page = render.render(doc)
+    assert "python first" not in page and "`python second`" in page
