@@ -316,6 +316,15 @@ BO_NAMES = {"ndp": "NDPRegressor, shipped gp prior (Thompson sampling)",
             "random": "random search"}
 
 
+def _bo_name(method):
+    """The table and legend label of a Bayesian-optimisation method."""
+    if method in BO_NAMES:
+        return BO_NAMES[method]
+    if method.startswith("ndp_"):
+        return f"NDPRegressor, shipped {method[4:]} prior (Thompson sampling)"
+    return method
+
+
 def _bayes_opt(doc):
     n_iter, n_init = doc["args"]["n_iter"], doc.get("n_init", 3)
     early = (1, 3, 5, 10) if n_iter <= 20 else (10, 20, 30, 40, 50)
@@ -325,7 +334,7 @@ def _bayes_opt(doc):
         a = np.asarray(runs)  # (seeds, evaluations); the n_init initial points first
         cells = [f"{a[:, n_init - 1 + k].mean():.3f} ± "
                  f"{a[:, n_init - 1 + k].std(ddof=1) / np.sqrt(len(a)):.3f}" for k in marks]
-        rows.append([BO_NAMES.get(method, method), str(len(a)), *cells,
+        rows.append([_bo_name(method), str(len(a)), *cells,
                      _secs(doc.get("seconds_per_run", {}).get(method)),
                      _secs(doc.get("cpu_seconds_per_run", {}).get(method))])
     return ["method", "seeds", *[f"regret after {k}" for k in marks], "wall s per run",
@@ -348,7 +357,7 @@ def _bayes_opt_figure(doc):
         a = np.asarray(runs)[:, n_init - 1:]  # from the initial design on
         k = np.arange(a.shape[1])
         mean, se = a.mean(0), a.std(0, ddof=1) / np.sqrt(len(a))
-        ax.plot(k, mean, label=BO_NAMES.get(method, method).split(" (")[0])
+        ax.plot(k, mean, label=_bo_name(method).split(" (")[0])
         ax.fill_between(k, np.maximum(mean - se, 1e-4), mean + se, alpha=0.2)
     ax.set(yscale="log", xlabel=f"evaluations after the {n_init} initial points",
            ylabel="simple regret", xlim=(0, a.shape[1] - 1))
