@@ -106,8 +106,9 @@ def _child(probe, conn, memory, tmp):
 
     torch.set_num_threads(1)
     rec = execute(probe, tmp)
-    for key in ("message", "detail", "where", "call"):
-        rec[key] = _scrub(rec[key], tmp)
+    for key in ("message", "detail", "where", "call", "look"):
+        if rec.get(key):
+            rec[key] = _scrub(rec[key], tmp)
     rec["warnings"] = [_scrub(w, tmp) for w in rec["warnings"]]
     conn.send(rec)
     conn.close()
