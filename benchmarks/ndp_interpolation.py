@@ -146,7 +146,12 @@ def prior_bayes_metrics(config, Xc, yc, Xt, yt, n_samples=128, seed=0):
     comp = rng.choice(len(w), size=n_samples, p=w)
     z = rng.standard_normal((n_samples, len(Xt)))
     chols = np.linalg.cholesky(covs[comp] + jitter)
-    samples = (means[comp] + np.einsum("stu,su->st", chols, z)).T  # [targets, samples]
+    return sample_metrics((means[comp] + np.einsum("stu,su->st", chols, z)).T, yt)
+
+
+def sample_metrics(samples, yt):
+    """Joint log-likelihood per point of the Gaussian moment-matched to ``samples``
+    (targets, S), MSE of their mean and coverage of its central 95 % interval."""
     mean, sd = samples.mean(1), samples.std(1, ddof=1)
     return (gaussian_log_likelihood(yt, samples, joint=True), np.mean((mean - yt) ** 2),
             np.mean(np.abs(yt - mean) < 1.96 * sd))
@@ -154,10 +159,7 @@ def prior_bayes_metrics(config, Xc, yc, Xt, yt, n_samples=128, seed=0):
 
 def ndp_metrics(est, Xc, yc, Xt, yt, n_samples=128, seed=0):
     est.fit(Xc, yc)
-    samples = est.sample_posterior(Xt, n_samples=n_samples, random_state=seed)
-    mean, sd = samples.mean(1), samples.std(1, ddof=1)
-    ll = gaussian_log_likelihood(yt, samples, joint=True)
-    return ll, np.mean((mean - yt) ** 2), np.mean(np.abs(yt - mean) < 1.96 * sd)
+    return sample_metrics(est.sample_posterior(Xt, n_samples=n_samples, random_state=seed), yt)
 
 
 def main(argv=None):

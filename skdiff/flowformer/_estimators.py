@@ -713,18 +713,18 @@ class FlowformerClassifier(ClassifierTask, _FlowformerBase):
     def _init_module(self, module, data, train, valid):
         """Start the ``"window"`` skip at a logistic regression on the flattened series.
 
-        :func:`~skdiff.flowformer._data.logistic_skip` fits it on the labelled training rows
-        (at most ``LOGISTIC_START_ROWS``, a seeded random subset beyond that), its penalty
-        chosen by stratified cross-validation; it is computed once per fit, copied into every
+        :func:`~skdiff.flowformer._data.logistic_skip` fits it on the training rows (at most
+        ``LOGISTIC_START_ROWS``, a seeded random subset beyond that), its penalty chosen by
+        stratified cross-validation; it is computed once per fit, copied into every
         initialisation of ``n_init`` and kept fixed, so the encoder (whose head starts at
         zero) learns a correction to the logits of the linear model a user would otherwise
         fit. ``logistic_C_`` records the penalty (``None`` without that start).
         """
         self.logistic_C_ = None
-        if module.skip is None or self.skip_ != "window":
+        if self.skip_ != "window":
             return
         if "skip_start" not in data.extra:
-            rows = np.asarray(train)[data.targets[train] >= 0]
+            rows = np.asarray(train)
             if rows.size > LOGISTIC_START_ROWS:
                 rows = np.sort(np.random.RandomState(self.seed_).choice(
                     rows, LOGISTIC_START_ROWS, replace=False))

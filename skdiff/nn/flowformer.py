@@ -425,13 +425,13 @@ class Flowformer(nn.Module):
         for layer in self.layers:
             h = layer(h, self.adjacency)
         out = self._head(h, b)
-        if stats is not None and not self.instance_norm:
-            out = out + self.skip(stats)
-        elif stats is not None:
+        if sd is not None:
             # RevIN de-normalisation of the encoder's correction: it was computed from the
             # window divided by its std, so it is multiplied back by the std (for several
             # channels by a learnt geometric mixture of their stds, started at their mean)
-            out = out * torch.exp(torch.log(sd[:, 0]) @ self.std_mix.T) + self.skip(stats)
+            out = out * torch.exp(torch.log(sd[:, 0]) @ self.std_mix.T)
+        if stats is not None:
+            out = out + self.skip(stats)
         return out
 
     def _check_input(self, x):
