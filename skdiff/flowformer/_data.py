@@ -78,11 +78,10 @@ def ridge_skip(F_all, ys, rows, n_skip_outputs, weights=None):
     targets, rows weighted by ``weights`` (n,) when given. The ridge is fitted on ``rows``
     (the training and validation rows, in the given order) with the penalty of
     ``n * RIDGE_PENALTIES`` whose validation MSE over ``RIDGE_SPLITS`` forward-chaining
-    folds of them has the lowest geometric mean (``_penalty``): each fold fits on the rows
-    before it, so for windows of a series (given in time order) no future window leaks
-    into the choice, and the penalty is judged on several stretches of the series rather
-    than on its last one alone (a single short hold-out picks penalties that are off by
-    orders of magnitude on a short series). Fewer than six
+    folds of them has the lowest geometric mean (``_penalty``): each fold fits on the rows before it, so for windows of a series (given in time
+    order) no future window leaks into the choice, and the penalty is judged on several
+    stretches of the series rather than on its last one alone (a single short hold-out
+    picks penalties that are off by orders of magnitude on a short series). Fewer than six
     rows use ``1e-3 n``. Returns ``(weight, bias)`` of shapes (n_skip_outputs, f) and
     (n_skip_outputs,): the first k rows hold the ridge solution; with a Gaussian head
     (``n_skip_outputs == 2k``) the last k biases start at the inverse softplus of the
