@@ -437,7 +437,7 @@ def test_window_skip_uses_the_encoder_only_where_it_lowers_the_validation_mse():
     # correction is kept and beats the ridge start by far
     X = rng.normal(size=(500, 12))
     y = np.abs(X[:, -1] - X[:, -2]) + 0.05 * rng.normal(size=500)
-    nonlinear = FlowformerRegressor(**{**kw, "lr": 1e-2}).fit(X[:400], y[:400])
+    nonlinear = FlowformerRegressor(**kw).fit(X[:400], y[:400])
     ridge = Ridge().fit(X[:400], y[:400]).score(X[400:], y[400:])
     assert nonlinear.encoder_used_
     assert nonlinear.score(X[400:], y[400:]) > ridge + 0.2
@@ -468,9 +468,8 @@ def test_window_skip_uses_the_encoder_only_where_it_lowers_the_validation_mse():
 
 
 def test_ridge_skip_penalty_is_chosen_by_forward_chaining_folds():
-    # the skip's ridge equals scikit-learn's Ridge with the penalty whose validation MSE over
-    # TimeSeriesSplit(5) folds has the lowest geometric mean (penalties relative to each
-    # fold's rows)
+    # the skip's ridge equals scikit-learn's Ridge with the penalty whose summed validation
+    # MSE over TimeSeriesSplit(5) folds is lowest (penalties relative to each fold's rows)
     from skdiff.flowformer._data import RIDGE_PENALTIES, ridge_skip
 
     rng = np.random.default_rng(0)
@@ -478,8 +477,8 @@ def test_ridge_skip_penalty_is_chosen_by_forward_chaining_folds():
     y = F[:, :3] @ np.array([[1.0], [-0.5], [0.2]]) + 0.8 * rng.normal(size=(300, 1))
     rows = np.arange(300)
     y1 = y[:, 0]
-    errors = [sum(np.log(np.mean((Ridge(alpha=a * len(fit)).fit(F[fit], y1[fit])
-                                  .predict(F[val]) - y1[val]) ** 2))
+    errors = [sum(np.mean((Ridge(alpha=a * len(fit)).fit(F[fit], y1[fit]).predict(F[val])
+                           - y1[val]) ** 2)
                   for fit, val in TimeSeriesSplit(5).split(rows)) for a in RIDGE_PENALTIES]
     alpha = RIDGE_PENALTIES[int(np.argmin(errors))]
     assert 0 < int(np.argmin(errors)) < len(RIDGE_PENALTIES) - 1  # an inner choice
