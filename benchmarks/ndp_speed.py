@@ -82,8 +82,8 @@ def main(argv=None):
     for name, kw in configs.items():
         ddpm = kw.get("sampler") == "ddpm"
         n_tasks = args.n_tasks_ddpm if ddpm else args.n_tasks
-        est = NDPRegressor(prior=args.prior, x_bounds=(-2, 2), normalize_y=False, n_samples=64,
-                           random_state=0, **kw)
+        est = NDPRegressor(prior=args.prior, x_bounds=(-2, 2), x_scaling="box",
+                           alpha=0.0, normalize_y=False, n_samples=64, random_state=0, **kw)
         # the estimator's level grid: all 500 levels, or n_sampling_steps cubic-spaced ones
         T = 500
         levels = list(range(T - 1, -1, -1)) if ddpm else strided_levels(

@@ -5,6 +5,7 @@ from __future__ import annotations
 import numbers
 import os
 import warnings
+from types import SimpleNamespace
 
 import numpy as np
 import torch
@@ -91,10 +92,12 @@ class NDPRegressor(RegressorMixin, EstimatorBase):
 
     **Observation noise.** The prior's training functions carry observation noise (variance
     ``0.0025`` on the standardised scale, independent of ``f``), so the samples are samples of
-    noisy observations :math:`y_*`. ``predict(return_std=True)`` returns their standard
-    deviation when ``predict_noise=True`` (default, like a GP with a ``WhiteKernel``: the
-    uncertainty of a new measurement); with ``predict_noise=False`` that noise variance is
-    subtracted (the uncertainty of the latent function ``f``). A prior trained on functions
+    noisy observations :math:`y_*`. A noisier context is detected (``alpha="auto"``) or
+    declared (``alpha``); the samples then smooth through it and carry its noise.
+    ``predict(return_std=True)`` returns their standard deviation when
+    ``predict_noise=True`` (default, like a GP with a ``WhiteKernel``: the uncertainty of a
+    new measurement); with ``predict_noise=False`` the noise variance (``noise_variance_``)
+    is subtracted (the uncertainty of the latent function ``f``). A prior trained on functions
     records a noise of 0: its samples are of observations like the family's, whose noise
     it cannot tell from the signal, so ``predict_noise`` changes nothing there.
 
@@ -135,6 +138,35 @@ class NDPRegressor(RegressorMixin, EstimatorBase):
     x_margin : float in (0, 1], default=0.9
         With ``x_bounds=None``, the fraction of the domain (per feature) that the box of the
         context and query points fills.
+    x_scaling : {"ard", "box"}, default="ard"
+        How the features are weighed against each other by the input map (``D >= 2``;
+        one feature is always mapped by its box). ``"box"``: each feature's box (see
+        ``x_bounds``) fills the domain, so a lengthscale that is a given fraction of the
+        box is the same in every feature, as the prior's isotropic kernels assume.
+        ``"ard"``: automatic relevance determination: the relative lengthscales of the
+        features are estimated from the context (an ML-II fit of
+        :class:`~sklearn.gaussian_process.GaussianProcessRegressor` with one RBF
+        lengthscale per feature, from at least ``2 D + 1`` context points; fewer use
+        ``"box"``), and every feature whose lengthscale, in box units, is longer than the
+        shortest one's is compressed about the domain's centre by their ratio (at most
+        10-fold), so that the mapped function varies equally fast along every feature
+        and stays inside the domain. A function that changes fast along one feature and
+        slowly along another is then predicted as the prior's isotropic functions.
+    alpha : "auto" or float >= 0, default="auto"
+        Variance of the observation noise of ``y`` beyond the prior's own, in the units of
+        ``y`` (as :class:`~sklearn.gaussian_process.GaussianProcessRegressor`'s ``alpha``
+        is the noise variance of its training values). With extra noise every sample
+        conditions on its own draw of the context's values at the prior's noise level
+        given the noisier observations (from the Gaussian posterior of the context's ML-II
+        GP, below), so the samples smooth through the noisy values instead of passing
+        through them: :math:`p(y_* \\mid y) = \\int p(y_* \\mid y_c)\\, p(y_c \\mid y)\\,
+        dy_c`; the samples of new observations carry the extra noise too. ``"auto"``:
+        estimated from the context: the ML-II noise of a
+        :class:`~sklearn.gaussian_process.GaussianProcessRegressor` (constant times RBF
+        plus white noise) less the prior's, when the free noise explains the context
+        better than the prior's noise does by a likelihood-ratio test at 95 %; else 0.
+        ``alpha_`` holds the value used. A prior trained on functions takes its family's
+        noise: ``"auto"`` gives 0 there.
     predict_noise : bool, default=True
         Whether ``predict``'s std/cov include the observation noise (see above).
     normalize_y : bool, default=True
@@ -192,6 +224,10 @@ class NDPRegressor(RegressorMixin, EstimatorBase):
         Standardised context values.
     x_bounds_ : ndarray of shape (n_features, 2) or None
         The validated ``x_bounds`` (or the family's region of a prior trained on functions).
+    x_lengthscales_ : ndarray of shape (n_features,) or None
+        The features' ML-II lengthscales (in the units of ``X``) that ``x_scaling="ard"``
+        weighs them by; ``None`` with ``"box"``, one feature, fewer than ``2 D + 1``
+        context points, or a prior trained on functions (whose map is its family's).
     y_mean_, y_std_ : float
         The target standardisation: the context's mean and amplitude estimate (step 1),
         or the family's mean and standard deviation for a prior trained on functions.
@@ -199,9 +235,16 @@ class NDPRegressor(RegressorMixin, EstimatorBase):
         Degrees of freedom (``n_context - 1``, at least 3) of the amplitude estimate that
         the samples marginalise (step 1); ``None`` when ``y`` is not standardised by the
         context (``normalize_y=False``, a constant ``y``, or a prior trained on functions).
+    alpha_ : float
+        The extra observation-noise variance used (``alpha``, or its estimate), in the
+        units of ``y``.
+    context_posterior_ : tuple of ndarray or None
+        With ``alpha_ > 0``: mean (n_context,) and covariance (n_context, n_context) of
+        the context's values at the prior's noise level given the observed ones, on the
+        standardised scale, from which every sample draws its context; else ``None``.
     noise_variance_ : float
-        The prior's observation-noise variance in the units of ``y`` (at the estimated
-        amplitude).
+        The observation-noise variance of the samples in the units of ``y``: the prior's
+        (at the estimated amplitude) plus ``alpha_``.
     n_features_in_ : int
         Features of ``X`` (the input dimension ``D`` of the prior).
     feature_names_in_ : ndarray of shape (n_features,)
@@ -249,6 +292,8 @@ class NDPRegressor(RegressorMixin, EstimatorBase):
         "n_samples": [Interval(numbers.Integral, 2, None, closed="left")],
         "x_bounds": ["array-like", None],
         "x_margin": [Interval(numbers.Real, 0, 1, closed="right")],
+        "x_scaling": [StrOptions({"ard", "box"})],
+        "alpha": [StrOptions({"auto"}), Interval(numbers.Real, 0, None, closed="left")],
         "predict_noise": ["boolean"],
         "normalize_y": ["boolean"],
         "max_context": [Interval(numbers.Integral, 2, None, closed="left")],
@@ -269,7 +314,8 @@ class NDPRegressor(RegressorMixin, EstimatorBase):
     }
 
     def __init__(self, *, prior="gp", pretrained=True, sampler="fast", n_sampling_steps=32,
-                 n_resample=4, n_samples=64, x_bounds=None, x_margin=0.9, predict_noise=True,
+                 n_resample=4, n_samples=64, x_bounds=None, x_margin=0.9, x_scaling="ard",
+                 alpha="auto", predict_noise=True,
                  normalize_y=True, max_context=128, predict_batch_size=64, hidden_dim=None,
                  n_layers=None, n_heads=None, max_epochs=20, steps_per_epoch=250, lr=1e-3,
                  batch_size=32, cache_dir=None, device="auto", n_threads=None, random_state=None,
@@ -316,11 +362,18 @@ class NDPRegressor(RegressorMixin, EstimatorBase):
         self.x_bounds_ = self._checked_bounds(X.shape[1])
         idx = self._context_rows(len(X), seed)
         self.X_train_ = X[idx]
+        gp = self._context_gp(self.X_train_, y[idx])
+        self.x_lengthscales_ = None if gp is None or not gp.ard else gp.lengthscales
         self._set_target_scale(y[idx])
         self.y_train_ = (y[idx] - self.y_mean_) / self.y_std_
         with np.errstate(over="ignore"):  # inf for targets beyond float64's squares
-            self.noise_variance_ = float(np.float64(self.prior_config_.noise)
-                                         * np.float64(self.y_std_) ** 2)
+            prior_noise = float(np.float64(self.prior_config_.noise)
+                                * np.float64(self.y_std_) ** 2)
+        self.alpha_ = self._extra_noise(gp, prior_noise)
+        self.context_noise_ = self.alpha_ / self.y_std_ ** 2 if self.alpha_ else 0.0
+        self.noise_variance_ = prior_noise + self.alpha_
+        self.context_posterior_ = (self._context_posterior(gp, prior_noise)
+                                   if self.alpha_ else None)
         return self
 
     def _set_target_scale(self, y):
@@ -417,14 +470,142 @@ class NDPRegressor(RegressorMixin, EstimatorBase):
             return np.asarray(config.x_bounds) if config.from_functions else None
         return checked_x_bounds(self.x_bounds, d, dims="n_features")
 
+    #: Likelihood-ratio threshold of ``alpha="auto"``: chi-squared(1) at 95 % over 2.
+    _NOISE_LR = 1.92
+
+    def _gp_fit(self, X, y, n_lengthscales, noise=None):
+        """ML-II ``GaussianProcessRegressor`` (constant times RBF, ``n_lengthscales``
+        lengthscales, plus white noise, free or fixed at ``noise`` in units of the
+        standardised ``y``) on the context, with a fixed seed for the optimiser's
+        restarts: what it returns depends on the context only."""
+        from sklearn.exceptions import ConvergenceWarning
+        from sklearn.gaussian_process import GaussianProcessRegressor
+        from sklearn.gaussian_process.kernels import RBF, ConstantKernel, WhiteKernel
+
+        white = (WhiteKernel(1e-2, (1e-6, 1.0)) if noise is None
+                 else WhiteKernel(max(noise, 1e-12), "fixed"))
+        kernel = (ConstantKernel(1.0, (1e-3, 1e3))
+                  * RBF(np.ones(n_lengthscales) if n_lengthscales > 1 else 1.0, (1e-2, 1e2))
+                  + white)
+        gpr = GaussianProcessRegressor(kernel, normalize_y=True, n_restarts_optimizer=2,
+                                       random_state=0)
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", ConvergenceWarning)
+            return gpr.fit(X, y)
+
+    def _context_gp(self, X, y):
+        """The context's ML-II GP behind ``x_scaling="ard"`` and ``alpha="auto"``, or None.
+
+        Each feature is divided by its spread first, so that the lengthscale bounds (1e-2
+        to 1e2 spreads) and start (one spread) suit any units. One lengthscale per feature
+        (ARD) with ``x_scaling="ard"``, ``D >= 2`` and at least ``2 D + 1`` points, else
+        one for all. Returns a namespace: ``gpr`` (fitted on the scaled inputs), ``ard``,
+        ``lengthscales`` (units of ``X``), ``X``, ``y``; ``None`` when neither option needs
+        it (``"box"`` and ``alpha=0``), for a prior trained on functions (whose units are
+        its family's), or for a constant feature or ``y``.
+        """
+        n, d = X.shape
+        ard = self.x_scaling == "ard" and d >= 2 and n >= 2 * d + 1
+        if self.prior_config_.from_functions or not (ard or self.alpha != 0):
+            return None
+        spread = X.max(0) - X.min(0)
+        if n < 3 or np.any(spread <= 0) or np.ptp(y) <= 0:
+            return None
+        gpr = self._gp_fit(X / spread, y, d if ard else 1)
+        lengthscales = np.asarray(gpr.kernel_.k1.k2.length_scale, dtype=np.float64) * spread
+        return SimpleNamespace(gpr=gpr, ard=ard, lengthscales=lengthscales, X=X / spread,
+                               y=y, n_lengthscales=d if ard else 1)
+
+    def _extra_noise(self, gp, prior_noise):
+        """``alpha_``: the observation-noise variance of ``y`` beyond the prior's.
+
+        A number for ``alpha`` is taken as given. ``"auto"``: the ML-II noise of the
+        context's GP less ``prior_noise``, when the GP with free noise explains the
+        context better than one whose noise is fixed at ``prior_noise`` by a likelihood
+        ratio test (log marginal likelihoods at least 1.92 apart, chi-squared with one
+        degree of freedom at 95 %); else 0, as a context whose noise cannot be told apart
+        from the prior's is taken to carry the prior's.
+        """
+        if self.alpha != "auto":
+            if not np.isfinite(self.alpha):
+                raise ValueError(
+                    f"alpha must be a finite noise variance (in the units of y) or 'auto'; "
+                    f"got {self.alpha!r}.")
+            if gp is not None or not self.alpha:
+                return float(self.alpha)
+            if self.prior_config_.from_functions:
+                raise ValueError(
+                    f"alpha={self.alpha!r} with a prior trained on functions: such a prior "
+                    "models its family's observations, noise included. Leave alpha='auto' "
+                    "(0 for such a prior), or use a GP prior ('gp', 'se', 'matern52').")
+            warnings.warn(
+                f"alpha={self.alpha!r} is not applied: the context's GP needs at least 3 "
+                "points and non-constant inputs and y. The samples treat the context as "
+                "observed with the prior's noise.", UserWarning, stacklevel=4)
+            return 0.0
+        if gp is None or not np.isfinite(prior_noise):
+            return 0.0
+        y_var = self._gp_y_std(gp.gpr) ** 2
+        noise = float(gp.gpr.kernel_.k2.noise_level) * y_var
+        if noise <= prior_noise:
+            return 0.0
+        fixed = self._gp_fit(gp.X, gp.y, gp.n_lengthscales, noise=prior_noise / y_var)
+        gain = gp.gpr.log_marginal_likelihood_value_ - fixed.log_marginal_likelihood_value_
+        return noise - prior_noise if gain >= self._NOISE_LR else 0.0
+
+    @staticmethod
+    def _gp_y_std(gpr):
+        std = gpr._y_train_std
+        return float(std[0] if np.ndim(std) else std)
+
+    def _context_posterior(self, gp, prior_noise):
+        """Mean and covariance (standardised scale) of the context's values at the prior's
+        noise level given the observations, whose noise is ``prior_noise + alpha_``.
+
+        Under the context's GP (signal kernel ``K`` fitted by ML-II; with a given ``alpha``
+        refitted with its white noise fixed at the total), the values :math:`y'` and the
+        observations :math:`y` are jointly Gaussian with covariances :math:`K + \\sigma_p^2 I`,
+        :math:`K` and :math:`K + (\\sigma_p^2 + \\alpha) I`."""
+        y_std = self._gp_y_std(gp.gpr)
+        total = (prior_noise + self.alpha_) / y_std ** 2
+        gpr = gp.gpr
+        if self.alpha != "auto":
+            gpr = self._gp_fit(gp.X, gp.y, gp.n_lengthscales, noise=total)
+        K = gpr.kernel_.k1(gp.X)
+        y_norm = (gp.y - float(np.ravel(gpr._y_train_mean)[0])) / y_std
+        A = np.linalg.solve(K + total * np.eye(len(K)), K).T  # K (K + total I)^-1
+        mean = A @ y_norm
+        cov = K + prior_noise / y_std ** 2 * np.eye(len(K)) - A @ K
+        # to the estimator's standardised scale
+        to_std = y_std / self.y_std_
+        mean = (mean * y_std + float(np.ravel(gpr._y_train_mean)[0]) - self.y_mean_) / self.y_std_
+        cov = 0.5 * (cov + cov.T) * to_std ** 2
+        return mean, cov
+
+    #: The most a feature is compressed by ``x_scaling="ard"``.
+    _ARD_MAX_RATIO = 10.0
+
     def _input_map(self, points):
         """(offset, scale) of the affine map ``z = (x - offset) * scale`` into the domain:
-        ``x_bounds_`` to the whole domain, else the box of ``points`` to ``x_margin`` of it."""
+        ``x_bounds_`` to the whole domain, else the box of ``points`` to ``x_margin`` of it;
+        with ARD lengthscales, every feature then compressed about the domain's centre so
+        that all have the shortest one's lengthscale in the domain (``x_scaling``)."""
         domain = self.prior_config_.domain
         if self.x_bounds_ is not None:
-            return box_to_domain(self.x_bounds_[:, 0], self.x_bounds_[:, 1], domain)
-        centre, half = sum(domain) / 2, (domain[1] - domain[0]) / 2 * self.x_margin
-        return box_to_domain(points.min(0), points.max(0), (centre - half, centre + half))
+            offset, scale = box_to_domain(self.x_bounds_[:, 0], self.x_bounds_[:, 1], domain)
+        else:
+            centre, half = sum(domain) / 2, (domain[1] - domain[0]) / 2 * self.x_margin
+            offset, scale = box_to_domain(points.min(0), points.max(0),
+                                          (centre - half, centre + half))
+        lengthscales = getattr(self, "x_lengthscales_", None)
+        if lengthscales is None:
+            return offset, scale
+        mapped = lengthscales * scale  # each feature's lengthscale in the domain
+        ratio = np.clip(mapped / mapped.min(), 1.0, self._ARD_MAX_RATIO)
+        z_centre = sum(float(v) for v in domain) / 2
+        x_centre = offset + z_centre / scale  # the point mapped to the domain's centre
+        scale = scale / ratio
+        return x_centre - z_centre / scale, scale
 
     def _check_X(self, X, *, context=True):
         """Validated query points -> (mapped context, mapped queries) for one call."""
@@ -488,6 +669,15 @@ class NDPRegressor(RegressorMixin, EstimatorBase):
                       progress=bool(self.verbose), **self._levels_kwargs())
         r = self._amplitude_draws(int(n_samples), seed)
         y_context = self.y_train_ if r is None else self.y_train_[None, :, None] / r[:, None, None]
+        extra = getattr(self, "context_noise_", 0.0)  # beyond the prior's, standardised
+        posterior = getattr(self, "context_posterior_", None)
+        rng = np.random.RandomState((seed + 1) % 2**32)
+        if posterior is not None:  # every sample conditions on its own context draw
+            mean, cov = posterior
+            w, V = np.linalg.eigh(cov)
+            draws = mean + rng.standard_normal((int(n_samples), len(mean))) @ (
+                V * np.sqrt(np.clip(w, 0.0, None))).T
+            y_context = draws[:, :, None] / (1.0 if r is None else r[:, None, None])
         with torch_seed(seed, dev), torch.no_grad(), self._threads():
             xc = torch.as_tensor(Zc, dtype=torch.float32, device=dev)
             yc = torch.as_tensor(y_context, dtype=torch.float32, device=dev)
@@ -499,7 +689,10 @@ class NDPRegressor(RegressorMixin, EstimatorBase):
                 ys = conditional_sample(self._eps_model(), self.schedule_, xc, yc, xt,
                                         **kwargs)
         ys = ys.squeeze(-1).T.double().cpu().numpy()  # [n_X, S]
-        return ys if r is None else ys * r
+        ys = ys if r is None else ys * r
+        if extra:  # new observations carry the extra noise
+            ys = ys + np.sqrt(extra) * rng.standard_normal(ys.shape)
+        return ys
 
     def _prepare_predict(self, X):
         return self._check_X(X)
@@ -623,7 +816,7 @@ class NDPRegressor(RegressorMixin, EstimatorBase):
         Zc, Z = self._check_X(X)
         m = Z.shape[0]
         if return_cov:
-            noise_var = 0.0 if self.predict_noise else float(self.prior_config_.noise)
+            noise_var = 0.0 if self.predict_noise else self._noise_std_units()
             ys = self._sample_std(Zc, Z, self.n_samples, self.seed_)
             cov = np.atleast_2d(np.cov(ys))
             cov = cov - noise_var * np.eye(m)
@@ -647,8 +840,13 @@ class NDPRegressor(RegressorMixin, EstimatorBase):
             variances.append(ys.var(1, ddof=1))
         var = np.concatenate(variances)
         if not noise:
-            var = np.clip(var - float(self.prior_config_.noise), 0.0, None)
+            var = np.clip(var - self._noise_std_units(), 0.0, None)
         return np.concatenate(means), var
+
+    def _noise_std_units(self):
+        """The samples' observation-noise variance on the standardised scale: the prior's
+        plus ``alpha_``."""
+        return float(self.prior_config_.noise) + float(getattr(self, "context_noise_", 0.0))
 
     def log_likelihood(self, X, y, *, joint=False):
         """Mean log predictive density per point of ``y`` at ``X`` (higher is better).

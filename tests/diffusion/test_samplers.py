@@ -286,3 +286,33 @@ def test_conditional_sample_is_reproducible_and_checks_arguments():
         conditional_sample(*args, jump_length=0)
     with pytest.raises(ValueError, match=r"'n_steps' must be an integer >= 1; got 0"):
         conditional_sample(*args, n_steps=0)
+
+
+@pytest.mark.parametrize("extra", [0.05, 0.3, 1.0])
+def test_noisy_context_by_per_sample_draws_of_its_values(task, extra):
+    """A context observed with noise beyond the prior's (variance ``extra``): samples that
+    each condition on their own draw of the context's values given the observations (the
+    NDPRegressor's ``alpha``) reproduce the exact posterior given the noisy observations,
+    to the sampler's bias; conditioning on the noisy values as they are does not."""
+    x, K, C, _ = task
+    rng = np.random.default_rng(int(extra * 100))
+    K_f = K - 0.0025 * np.eye(len(x))  # the signal; K holds the prior's noise too
+    K_obs = K.copy()
+    K_obs[:C, :C] += extra * np.eye(C)
+    y_obs = rng.multivariate_normal(np.zeros(C), K_obs[:C, :C])
+    mu, Sig = gp_posterior(K_obs, C, y_obs)
+    # the context's values at the prior's noise level given the observations
+    A = K_f[:C, :C] @ np.linalg.inv(K_obs[:C, :C])
+    S = 3000
+    draws = rng.multivariate_normal(A @ y_obs, K[:C, :C] - A @ K_f[:C, :C], size=S)
+    sched = NoiseSchedule.official()
+    xt = torch.as_tensor(x[:, None])
+    torch.manual_seed(0)
+    y = conditional_sample(OracleEps(sched, K), sched, xt[:C], torch.as_tensor(draws[:, :, None]),
+                           xt[C:], n_samples=S, n_resample=4, n_steps=32, spacing="cubic")
+    samples = y.squeeze(-1).double().numpy()
+    kl = kl_per_point(samples.mean(0), np.cov(samples.T), mu, Sig)
+    assert kl < 0.03  # measured 0.008-0.010 (the noiseless case: 0.009)
+    mu0, Sig0 = gp_posterior(K, C, y_obs)
+    naive = kl_per_point(mu0, Sig0, mu, Sig)  # the exact posterior given y_obs as noiseless
+    assert naive > 0.15 and naive > 5 * kl

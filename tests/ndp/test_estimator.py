@@ -326,3 +326,83 @@ def test_prediction_checks_parameters_set_after_fit_and_finite_y(fitted, data):
         bad.predict(Xq)
     with pytest.raises(ValueError, match="y holds 1 NaN or infinite values"):
         fitted.log_likelihood(Xq[:3], np.array([0.0, np.nan, 1.0]))
+
+
+def test_ard_input_map_weighs_features_by_their_lengthscales():
+    """x_scaling="ard": a feature the function ignores is compressed (at most 10-fold)
+    about the domain's centre; the map stays per-feature affine-equivariant and inside the
+    domain, and it forecasts a function of one of two features far better than "box"."""
+    rng = np.random.RandomState(0)
+    X = rng.uniform(size=(50, 2)) * [1.0, 100.0]
+    y = np.sin(7 * X[:, 0])
+    Xc, yc, Xq, yq = X[:20], y[:20], X[20:], y[20:]
+    ard = NDPRegressor(random_state=0, **FAST).fit(Xc, yc)
+    box = NDPRegressor(random_state=0, x_scaling="box", **FAST).fit(Xc, yc)
+    assert box.x_lengthscales_ is None
+    l0, l1 = ard.x_lengthscales_
+    assert 0.1 < l0 < 1 and l1 > 1000  # feature 1 is irrelevant: ML-II sends it to its bound
+    offset, scale = ard._input_map(np.r_[Xc, Xq])
+    box_offset, box_scale = box._input_map(np.r_[Xc, Xq])
+    np.testing.assert_allclose(scale, box_scale / [1.0, 10.0])  # the 10-fold cap
+    np.testing.assert_allclose(offset[0], box_offset[0])
+    Zc, Zq = ard._check_X(Xq)
+    Z = np.r_[Zc, Zq]
+    assert Z[:, 0].min() == pytest.approx(-1.8) and Z[:, 0].max() == pytest.approx(1.8)
+    assert Z[:, 1].min() == pytest.approx(-0.18) and Z[:, 1].max() == pytest.approx(0.18)
+    mse_ard = np.mean((ard.predict(Xq) - yq) ** 2)
+    mse_box = np.mean((box.predict(Xq) - yq) ** 2)
+    assert mse_ard < 0.1 < mse_box and mse_ard < mse_box / 3
+    # rescaling and shifting a feature changes nothing but the units
+    moved = NDPRegressor(random_state=0, **FAST).fit(Xc * [3.0, 0.01] + [1.0, -5.0], yc)
+    np.testing.assert_allclose(moved.x_lengthscales_, ard.x_lengthscales_ * [3.0, 0.01],
+                               rtol=1e-3)
+    np.testing.assert_allclose(moved.predict(Xq * [3.0, 0.01] + [1.0, -5.0]),
+                               ard.predict(Xq), rtol=1e-3, atol=1e-3)
+    # too few context points for 2 lengthscales (< 2 D + 1), or one feature: the box map
+    assert NDPRegressor(**FAST).fit(Xc[:4], yc[:4]).x_lengthscales_ is None
+    assert NDPRegressor(**FAST).fit(Xc[:, :1], yc).x_lengthscales_ is None
+    with pytest.raises(ValueError, match="x_scaling"):
+        NDPRegressor(x_scaling="ARD").fit(Xc, yc)
+
+
+def test_alpha_noisy_context_is_smoothed_through():
+    """alpha="auto": a context noisier than the prior's values is detected by a likelihood
+    ratio test on its ML-II GP; every sample conditions on its own draw of the context's
+    values given the observations (the GP's Gaussian posterior), so the samples smooth
+    through the noise, and new observations carry it."""
+    from sklearn.gaussian_process import GaussianProcessRegressor
+
+    rng = np.random.RandomState(0)
+    X = rng.uniform(-3, 3, size=(90, 1))
+    f = np.sin(X[:, 0])
+    y = f + 0.4 * rng.normal(size=90)
+    Xc, yc, Xq = X[:20], y[:20], X[20:]
+    auto = NDPRegressor(random_state=0, **FAST).fit(Xc, yc)
+    plain = NDPRegressor(random_state=0, alpha=0, **FAST).fit(Xc, yc)
+    assert plain.alpha_ == 0 and plain.context_posterior_ is None
+    assert 0.05 < auto.alpha_ < 0.4  # true extra variance: 0.16 less the prior's
+    assert auto.noise_variance_ == pytest.approx(plain.noise_variance_ + auto.alpha_, rel=0.2)
+    # the context posterior is the GP's (sklearn's predictive at the context, whose
+    # diagonal holds the whole fitted noise, less alpha_)
+    mean, cov = auto.context_posterior_
+    gp = auto._context_gp(Xc, yc)
+    ref = GaussianProcessRegressor(gp.gpr.kernel_, optimizer=None, normalize_y=True)
+    m_ref, c_ref = ref.fit(gp.X, yc).predict(gp.X, return_cov=True)
+    np.testing.assert_allclose(mean * auto.y_std_ + auto.y_mean_, m_ref, atol=1e-6)
+    np.testing.assert_allclose(cov * auto.y_std_ ** 2,
+                               c_ref - auto.alpha_ * np.eye(20), atol=1e-6)
+    # means closer to the function; 95 % intervals that cover new observations (passing
+    # through the noisy values, alpha=0 covers 0.53 of them)
+    (m_auto, s_auto), (m_plain, s_plain) = (e.predict(Xq, return_std=True)
+                                            for e in (auto, plain))
+    assert np.mean((m_auto - f[20:]) ** 2) < np.mean((m_plain - f[20:]) ** 2)
+    cover_auto, cover_plain = (np.mean(np.abs(y[20:] - m) <= 1.96 * sd)
+                               for m, sd in ((m_auto, s_auto), (m_plain, s_plain)))
+    assert cover_auto > 0.8 and cover_auto > cover_plain + 0.2
+    # a declared alpha is used as given; a smooth, nearly noiseless context gets none
+    given = NDPRegressor(random_state=0, alpha=0.1, **FAST).fit(Xc, yc)
+    assert given.alpha_ == 0.1 and given.context_posterior_ is not None
+    smooth = NDPRegressor(random_state=0, **FAST).fit(Xc, f[:20])
+    assert smooth.alpha_ == 0 and smooth.context_posterior_ is None
+    with pytest.raises(ValueError, match="alpha"):
+        NDPRegressor(alpha=-1.0).fit(Xc, yc)
