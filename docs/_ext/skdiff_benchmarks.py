@@ -578,9 +578,11 @@ CLAIMS = {
         "mean ± standard error over seeds. Thompson sampling: one joint posterior sample on "
         "64 fresh uniform candidates per iteration, evaluated where it is lowest. "
         "NDPRegressor conditions a shipped 3-D prior on the evaluations so far (no "
-        "retraining): the marginalising gp prior, and the Matérn-5/2 prior, whose lengthscale "
-        "is fixed; GaussianProcessRegressor refits a Matérn-5/2 kernel by ML-II (2 "
-        "restarts) every iteration; random search takes the first candidate.",
+        "retraining; the features weighed by the ML-II lengthscales of the evaluations, "
+        "x_scaling='ard', the default): the marginalising gp prior, and the Matérn-5/2 "
+        "prior, whose lengthscale is fixed; GaussianProcessRegressor refits a Matérn-5/2 "
+        "kernel by ML-II (2 restarts) every iteration; random search takes the first "
+        "candidate.",
         "bayes_opt_hartmann.json",
         "python benchmarks/bayes_opt_hartmann.py --priors gp matern52 --n-seeds 20 --n-iter 30 "
         "--json benchmarks/results/bayes_opt_hartmann.json",
@@ -593,8 +595,9 @@ CLAIMS = {
         "its usual box [-5, 10] x [0, 15] (global minimum 0.397887, reached at three "
         "points): simple regret after k evaluations that follow 3 uniform random points, "
         "mean ± standard error over seeds. NDPRegressor conditions the shipped 2-D gp and "
-        "Matérn-5/2 priors with the box as x_bounds; the GPR's Matérn-5/2 lengthscales start "
-        "at 0.3 and are bounded by 0.01 and 10, times the box's side.",
+        "Matérn-5/2 priors with the box as x_bounds (and the default ARD weighing); the "
+        "GPR's Matérn-5/2 lengthscales start at 0.3 and are bounded by 0.01 and 10, times "
+        "the box's side.",
         "bayes_opt_branin.json",
         "python benchmarks/bayes_opt_hartmann.py --function branin --priors gp matern52 "
         "--n-seeds 20 --n-iter 30 --json benchmarks/results/bayes_opt_branin.json",
