@@ -370,7 +370,6 @@ class NDPRegressor(RegressorMixin, EstimatorBase):
             prior_noise = float(np.float64(self.prior_config_.noise)
                                 * np.float64(self.y_std_) ** 2)
         self.alpha_ = self._extra_noise(gp, prior_noise)
-        self.context_noise_ = self.alpha_ / self.y_std_ ** 2 if self.alpha_ else 0.0
         self.noise_variance_ = prior_noise + self.alpha_
         self.context_posterior_ = (self._context_posterior(gp, prior_noise)
                                    if self.alpha_ else None)
@@ -475,9 +474,9 @@ class NDPRegressor(RegressorMixin, EstimatorBase):
 
     def _gp_fit(self, X, y, n_lengthscales, noise=None):
         """ML-II ``GaussianProcessRegressor`` (constant times RBF, ``n_lengthscales``
-        lengthscales, plus white noise, free or fixed at ``noise`` in units of the
-        standardised ``y``) on the context, with a fixed seed for the optimiser's
-        restarts: what it returns depends on the context only."""
+        lengthscales, plus white noise, free or fixed at ``noise``) on the context, ``y``
+        standardised by the caller, with a fixed seed for the optimiser's restarts: what it
+        returns depends on the context only."""
         from sklearn.exceptions import ConvergenceWarning
         from sklearn.gaussian_process import GaussianProcessRegressor
         from sklearn.gaussian_process.kernels import RBF, ConstantKernel, WhiteKernel
@@ -487,22 +486,23 @@ class NDPRegressor(RegressorMixin, EstimatorBase):
         kernel = (ConstantKernel(1.0, (1e-3, 1e3))
                   * RBF(np.ones(n_lengthscales) if n_lengthscales > 1 else 1.0, (1e-2, 1e2))
                   + white)
-        gpr = GaussianProcessRegressor(kernel, normalize_y=True, n_restarts_optimizer=2,
-                                       random_state=0)
+        gpr = GaussianProcessRegressor(kernel, n_restarts_optimizer=2, random_state=0)
         with warnings.catch_warnings():
             warnings.simplefilter("ignore", ConvergenceWarning)
             return gpr.fit(X, y)
 
     def _context_gp(self, X, y):
-        """The context's ML-II GP behind ``x_scaling="ard"`` and ``alpha="auto"``, or None.
+        """The context's ML-II GP behind ``x_scaling="ard"`` and ``alpha``, or None.
 
-        Each feature is divided by its spread first, so that the lengthscale bounds (1e-2
-        to 1e2 spreads) and start (one spread) suit any units. One lengthscale per feature
-        (ARD) with ``x_scaling="ard"``, ``D >= 2`` and at least ``2 D + 1`` points, else
-        one for all. Returns a namespace: ``gpr`` (fitted on the scaled inputs), ``ard``,
-        ``lengthscales`` (units of ``X``), ``X``, ``y``; ``None`` when neither option needs
-        it (``"box"`` and ``alpha=0``), for a prior trained on functions (whose units are
-        its family's), or for a constant feature or ``y``.
+        Each feature is divided by its spread and ``y`` standardised by its mean and
+        standard deviation first, so that the bounds (lengthscales 1e-2 to 1e2 spreads)
+        and starts suit any units. One lengthscale per feature (ARD) with
+        ``x_scaling="ard"``, ``D >= 2`` and at least ``2 D + 1`` points, else one for all.
+        Returns a namespace: ``gpr`` (fitted on the scaled data), ``ard``, ``lengthscales``
+        (units of ``X``), the scaled ``X`` and ``z`` and the ``y_loc``, ``y_scale`` of the
+        standardisation; ``None`` when neither option needs it (``"box"`` and
+        ``alpha=0``), for a prior trained on functions (whose units are its family's), or
+        for a constant feature or ``y``.
         """
         n, d = X.shape
         ard = self.x_scaling == "ard" and d >= 2 and n >= 2 * d + 1
@@ -511,10 +511,13 @@ class NDPRegressor(RegressorMixin, EstimatorBase):
         spread = X.max(0) - X.min(0)
         if n < 3 or np.any(spread <= 0) or np.ptp(y) <= 0:
             return None
-        gpr = self._gp_fit(X / spread, y, d if ard else 1)
+        y_loc, y_scale = float(np.mean(y)), float(np.std(y))
+        z = (y - y_loc) / y_scale
+        gpr = self._gp_fit(X / spread, z, d if ard else 1)
         lengthscales = np.asarray(gpr.kernel_.k1.k2.length_scale, dtype=np.float64) * spread
         return SimpleNamespace(gpr=gpr, ard=ard, lengthscales=lengthscales, X=X / spread,
-                               y=y, n_lengthscales=d if ard else 1)
+                               z=z, y_loc=y_loc, y_scale=y_scale,
+                               n_lengthscales=d if ard else 1)
 
     def _extra_noise(self, gp, prior_noise):
         """``alpha_``: the observation-noise variance of ``y`` beyond the prior's.
@@ -545,18 +548,13 @@ class NDPRegressor(RegressorMixin, EstimatorBase):
             return 0.0
         if gp is None or not np.isfinite(prior_noise):
             return 0.0
-        y_var = self._gp_y_std(gp.gpr) ** 2
+        y_var = gp.y_scale ** 2
         noise = float(gp.gpr.kernel_.k2.noise_level) * y_var
         if noise <= prior_noise:
             return 0.0
-        fixed = self._gp_fit(gp.X, gp.y, gp.n_lengthscales, noise=prior_noise / y_var)
+        fixed = self._gp_fit(gp.X, gp.z, gp.n_lengthscales, noise=prior_noise / y_var)
         gain = gp.gpr.log_marginal_likelihood_value_ - fixed.log_marginal_likelihood_value_
         return noise - prior_noise if gain >= self._NOISE_LR else 0.0
-
-    @staticmethod
-    def _gp_y_std(gpr):
-        std = gpr._y_train_std
-        return float(std[0] if np.ndim(std) else std)
 
     def _context_posterior(self, gp, prior_noise):
         """Mean and covariance (standardised scale) of the context's values at the prior's
@@ -566,20 +564,18 @@ class NDPRegressor(RegressorMixin, EstimatorBase):
         refitted with its white noise fixed at the total), the values :math:`y'` and the
         observations :math:`y` are jointly Gaussian with covariances :math:`K + \\sigma_p^2 I`,
         :math:`K` and :math:`K + (\\sigma_p^2 + \\alpha) I`."""
-        y_std = self._gp_y_std(gp.gpr)
-        total = (prior_noise + self.alpha_) / y_std ** 2
+        var = gp.y_scale ** 2
+        total = (prior_noise + self.alpha_) / var
         gpr = gp.gpr
         if self.alpha != "auto":
-            gpr = self._gp_fit(gp.X, gp.y, gp.n_lengthscales, noise=total)
+            gpr = self._gp_fit(gp.X, gp.z, gp.n_lengthscales, noise=total)
         K = gpr.kernel_.k1(gp.X)
-        y_norm = (gp.y - float(np.ravel(gpr._y_train_mean)[0])) / y_std
         A = np.linalg.solve(K + total * np.eye(len(K)), K).T  # K (K + total I)^-1
-        mean = A @ y_norm
-        cov = K + prior_noise / y_std ** 2 * np.eye(len(K)) - A @ K
-        # to the estimator's standardised scale
-        to_std = y_std / self.y_std_
-        mean = (mean * y_std + float(np.ravel(gpr._y_train_mean)[0]) - self.y_mean_) / self.y_std_
-        cov = 0.5 * (cov + cov.T) * to_std ** 2
+        mean = A @ gp.z
+        cov = K + prior_noise / var * np.eye(len(K)) - A @ K
+        # from the GP's standardisation to the estimator's
+        mean = (mean * gp.y_scale + gp.y_loc - self.y_mean_) / self.y_std_
+        cov = 0.5 * (cov + cov.T) * (gp.y_scale / self.y_std_) ** 2
         return mean, cov
 
     #: The most a feature is compressed by ``x_scaling="ard"``.
@@ -669,7 +665,7 @@ class NDPRegressor(RegressorMixin, EstimatorBase):
                       progress=bool(self.verbose), **self._levels_kwargs())
         r = self._amplitude_draws(int(n_samples), seed)
         y_context = self.y_train_ if r is None else self.y_train_[None, :, None] / r[:, None, None]
-        extra = getattr(self, "context_noise_", 0.0)  # beyond the prior's, standardised
+        extra = self._extra_noise_std_units()
         posterior = getattr(self, "context_posterior_", None)
         rng = np.random.RandomState((seed + 1) % 2**32)
         if posterior is not None:  # every sample conditions on its own context draw
@@ -843,10 +839,15 @@ class NDPRegressor(RegressorMixin, EstimatorBase):
             var = np.clip(var - self._noise_std_units(), 0.0, None)
         return np.concatenate(means), var
 
+    def _extra_noise_std_units(self):
+        """``alpha_`` on the standardised scale (0 for an estimator fitted without it)."""
+        alpha = getattr(self, "alpha_", 0.0)
+        return alpha / self.y_std_ ** 2 if alpha else 0.0
+
     def _noise_std_units(self):
         """The samples' observation-noise variance on the standardised scale: the prior's
         plus ``alpha_``."""
-        return float(self.prior_config_.noise) + float(getattr(self, "context_noise_", 0.0))
+        return float(self.prior_config_.noise) + self._extra_noise_std_units()
 
     def log_likelihood(self, X, y, *, joint=False):
         """Mean log predictive density per point of ``y`` at ``X`` (higher is better).
