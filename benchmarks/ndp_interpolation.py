@@ -11,11 +11,11 @@ live in the prior's domain, ``x_scaling="box"``, the paper's fixed map of its is
 tasks, unless ``--x-scaling ard``, and ``alpha=0``: the tasks' noise is the prior's), the
 exact GP with the true hyper-parameters (the optimum), and ``GaussianProcessRegressor`` with
 ML-II fitted variance and lengthscale (true kernel family, noise fixed at its true value, 3
-optimiser restarts). ``gp_sampled`` is the exact GP posterior
-seen through the NDP metric: the same number of samples drawn from it, moment-matched. It is
-what a sampler that draws exactly from the posterior scores at that sample size (moment-matching
-a 50-dimensional Gaussian from 128 samples underestimates its small eigenvalues), not a bound
-on every sampler (``ndp_metric_ceiling.py``). ``prior_bayes`` (marginalising priors only)
+optimiser restarts). ``gp_sampled`` is the exact GP posterior seen through the NDP metric: the
+same number of samples drawn from it, moment-matched. It is what a sampler that draws
+exactly from the posterior scores at that sample size (moment-matching a 50-dimensional
+Gaussian from 128 samples underestimates its small eigenvalues), not a bound on every sampler
+(``ndp_metric_ceiling.py``). ``prior_bayes`` (marginalising priors only)
 is the exact posterior of the prior's own task distribution, a mixture of GPs over its kernels
 and lengthscales, seen through the same metric: the most a perfectly trained network of that
 prior can score, since it cannot know the task's kernel and lengthscale.

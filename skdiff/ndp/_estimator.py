@@ -530,10 +530,6 @@ class NDPRegressor(RegressorMixin, EstimatorBase):
         from the prior's is taken to carry the prior's.
         """
         if self.alpha != "auto":
-            if not np.isfinite(self.alpha):
-                raise ValueError(
-                    f"alpha must be a finite noise variance (in the units of y) or 'auto'; "
-                    f"got {self.alpha!r}.")
             if gp is not None or not self.alpha:
                 return float(self.alpha)
             if self.prior_config_.from_functions:

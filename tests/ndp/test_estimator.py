@@ -381,7 +381,7 @@ def test_alpha_noisy_context_is_smoothed_through():
     plain = NDPRegressor(random_state=0, alpha=0, **FAST).fit(Xc, yc)
     assert plain.alpha_ == 0 and plain.context_posterior_ is None
     assert 0.05 < auto.alpha_ < 0.4  # true extra variance: 0.16 less the prior's
-    assert auto.noise_variance_ == pytest.approx(plain.noise_variance_ + auto.alpha_, rel=0.2)
+    assert auto.noise_variance_ == pytest.approx(plain.noise_variance_ + auto.alpha_, rel=1e-12)
     # the context posterior is the GP's (sklearn's predictive at the context, whose
     # diagonal holds the whole fitted noise, less alpha_)
     mean, cov = auto.context_posterior_
