@@ -406,3 +406,7 @@ def test_alpha_noisy_context_is_smoothed_through():
     assert smooth.alpha_ == 0 and smooth.context_posterior_ is None
     with pytest.raises(ValueError, match="alpha"):
         NDPRegressor(alpha=-1.0).fit(Xc, yc)
+    # too few points for the context's GP: a given alpha is not applied, and says so
+    with pytest.warns(UserWarning, match=r"alpha=0.1 is not applied: the context's GP needs"):
+        two = NDPRegressor(alpha=0.1, **FAST).fit(Xc[:2], yc[:2])
+    assert two.alpha_ == 0.0 and two.context_posterior_ is None
