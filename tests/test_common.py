@@ -47,13 +47,6 @@ _ATTENTION_ACROSS_ROWS = (
     "zero weight equals marking the row unlabelled, tested in tests/difformer)."
 )
 
-_FLOAT32_BATCHES = (
-    "a float32 network: a batch of other size sums the matrix products in another order, so "
-    "predictions of a row differ in the last bits (about 1e-6 relative), above this check's "
-    "absolute 1e-7; independence of the batching within float32 precision is tested in "
-    "tests/difformer/test_regressor.py."
-)
-
 _MINIBATCH_SGD = (
     "trained by mini-batch gradient descent: a row repeated twice lands in other batches than "
     "a row of weight 2, so the two fits differ by optimisation noise; the per-row weighting "
@@ -67,7 +60,6 @@ EXPECTED_FAILED = {
         "check_sample_weight_equivalence_on_sparse_data": _ATTENTION_ACROSS_ROWS,
     },
     "DIFFormerRegressor": {
-        "check_methods_subset_invariance": _FLOAT32_BATCHES,
         "check_sample_weight_equivalence_on_dense_data": _ATTENTION_ACROSS_ROWS,
         "check_sample_weight_equivalence_on_sparse_data": _ATTENTION_ACROSS_ROWS,
     },

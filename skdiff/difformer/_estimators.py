@@ -874,14 +874,6 @@ class DIFFormerRegressor(RegressorTask, _DIFFormerBase):
         training loss).
     %(network_attributes)s
 
-    Notes
-    -----
-    The defaults are the classifier's except ``dropout=0.1`` (the classifier's 0.2 shrinks
-    the fit of a regression: its noise on the hidden state goes straight into the squared
-    error) and ``graph_weight=None``; ``dropout`` also sets the spread of
-    :meth:`sample_posterior`. They were chosen on the regression rows of
-    ``benchmarks/defaults.py``.
-
     See Also
     --------
     DIFFormerClassifier : the same network for classification.
@@ -910,7 +902,7 @@ class DIFFormerRegressor(RegressorTask, _DIFFormerBase):
     _nan_is_unlabelled = True
 
     def __init__(self, *, feature_scaling="auto", kernel="simple", qk_norm="global", n_layers=4,
-                 hidden_dim=64, n_heads=1, alpha=0.5, dropout=0.1, graph_weight=None,
+                 hidden_dim=64, n_heads=1, alpha=0.5, dropout=0.2, graph_weight=None,
                  value_projection=False, attention_scope="all", block_size=1024, max_epochs=300,
                  lr=3e-3, weight_decay=5e-3, batch_size=None, early_stopping="auto",
                  validation_fraction=0.1, n_iter_no_change=50, n_init=1, warm_start=False,
