@@ -372,6 +372,25 @@ class _FlowformerBase(NeuralEstimatorBase):
         return cached[1]
 
 
+
+def _forecast_comparison_se(dev, w, n_outputs):
+    """Standard error of the weighted mean of a per-row difference of squared errors,
+    ``dev`` (its deviations from that mean, rows in time order, weights ``w`` summing to 1).
+
+    Rows are windows of a series: neighbouring windows forecast overlapping stretches of
+    it, so their errors are correlated, and the variance of the mean takes the
+    autocovariances into account up to lag ``n_outputs - 1`` (the forecast horizon of a
+    univariate series) with Bartlett weights (Newey-West), as the Diebold-Mariano test of
+    two h-step forecasts does. Independent rows contribute only lag 0, which is the
+    ordinary standard error (``n_eff = 1 / sum w^2``).
+    """
+    wd = w * dev
+    var = float(wd @ wd)
+    n_lags = min(int(n_outputs), len(dev)) - 1
+    for k in range(1, n_lags + 1):  # at most the horizon's lags, each one vector product
+        var += 2.0 * (1.0 - k / (n_lags + 1)) * float(wd[k:] @ wd[:-k])
+    return float(np.sqrt(max(var, 0.0)))
+
 @fill_doc(FLOWFORMER_DOCS)
 class FlowformerRegressor(RegressorTask, _FlowformerBase):
     r"""Flowformer (Flow-Attention Transformer) for sequence regression and forecasting.
@@ -422,9 +441,11 @@ class FlowformerRegressor(RegressorTask, _FlowformerBase):
         Whether ``predict`` adds the encoder's correction to the ridge forecast of the
         ``"window"`` skip. ``False`` unless the correction lowers the mean squared error on
         the validation rows (the latest windows) by more than one standard error of the
-        per-row difference, so that a series a linear autoregression forecasts as well gets
-        that forecast; always ``True`` with another skip, with ``uncertainty="mc_dropout"``
-        or without validation rows.
+        mean per-row difference (the Diebold-Mariano one, which allows for the correlated
+        errors of overlapping windows: Newey-West over as many lags as outputs minus one),
+        so that a series a linear autoregression forecasts as well gets that forecast;
+        always ``True`` with another skip, with ``uncertainty="mc_dropout"`` or without
+        validation rows.
     %(network_attributes)s
 
     See Also
@@ -539,10 +560,13 @@ class FlowformerRegressor(RegressorTask, _FlowformerBase):
         ``predict`` is one of mean squared errors. The simpler forecast is preferred unless
         the network's is better by more than one standard error (the one-standard-error
         rule of penalised regression): unless the encoder lowers the (weighted) validation
-        MSE by more than the standard error of the per-row difference, the correction's
+        MSE by more than the standard error of the mean per-row difference, the correction's
         rows of the head are set to zero and ``predict`` returns the ridge forecast (the
         variance rows stay). ``encoder_used_`` records the outcome. (With MC dropout the
         ridge forecast alone would have no spread: there the trained network is kept.)
+        The validation rows are the latest windows in time order, and windows of one series
+        that overlap have correlated errors, so the standard error is the Diebold-Mariano
+        one (:func:`_forecast_comparison_se`), not that of independent rows.
         """
         self.encoder_used_ = True
         if not (self.skip_ == "window" and self._gaussian and len(valid)):
@@ -559,10 +583,10 @@ class FlowformerRegressor(RegressorTask, _FlowformerBase):
                 head.bias[:k] = 0.0
             err_skip = ((self._outputs(data.X[valid])[:, :k] - target) ** 2).mean(1)
         # one-standard-error rule: the encoder must lower the validation MSE by more than
-        # the standard error of the per-row difference (rows weighted, n_eff = 1 / sum w^2)
+        # the standard error of the mean per-row difference
         diff = err_net - err_skip
         mean = float(w @ diff)
-        se = float(np.sqrt(w @ (diff - mean) ** 2 * (w @ w)))
+        se = _forecast_comparison_se(diff - mean, w, self.n_outputs_)
         if -mean <= se:
             self.encoder_used_ = False
             return

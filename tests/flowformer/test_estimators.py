@@ -467,6 +467,64 @@ def test_window_skip_uses_the_encoder_only_where_it_lowers_the_validation_mse():
     assert FlowformerRegressor(**{**kw, "max_epochs": 1}, skip="level").fit(X, y).encoder_used_
 
 
+
+def test_encoder_check_uses_the_diebold_mariano_standard_error():
+    """The standard error of the encoder check equals a dense Newey-West reference (Bartlett
+    weights over as many lags as outputs minus one; lag 0 alone, the independent-row
+    standard error, with one output), grows with the positive correlation of overlapping
+    windows' errors, and decides encoder_used_ on a forecast of several steps."""
+    from skdiff.flowformer._estimators import _forecast_comparison_se
+
+    rng = np.random.default_rng(3)
+    dev = np.convolve(rng.normal(size=60), np.ones(6), "same")  # correlated over 5 lags
+    w = rng.uniform(0.5, 2.0, size=60)
+    w /= w.sum()
+    dev -= w @ dev
+    for n_outputs in (1, 3, 6, 100):
+        lags = min(n_outputs, 60) - 1
+        i, j = np.meshgrid(np.arange(60), np.arange(60), indexing="ij")
+        kernel = np.where(np.abs(i - j) <= lags, 1 - np.abs(i - j) / (lags + 1), 0.0)
+        ref = np.sqrt((w * dev) @ kernel @ (w * dev))
+        assert _forecast_comparison_se(dev, w, n_outputs) == pytest.approx(ref, rel=1e-12)
+    assert _forecast_comparison_se(dev, w, 1) == pytest.approx(np.sqrt(w ** 2 @ dev ** 2))
+    assert _forecast_comparison_se(dev, w, 6) > 1.5 * _forecast_comparison_se(dev, w, 1)
+    # windows of one series, 6 steps ahead: the check passes the horizon as the lags, and
+    # the decision follows the validation errors with that standard error
+    import skdiff.flowformer._estimators as flow_module
+
+    calls = []
+
+    def spy(dev, w, n_outputs):
+        se = _forecast_comparison_se(dev, w, n_outputs)
+        calls.append((dev, w, n_outputs, se))
+        return se
+
+    t = np.arange(900)
+    series = np.sin(2 * np.pi * t / 24) + 0.3 * rng.normal(size=t.size)
+    X, y = make_windows(series, window=24, horizon=6)
+    valid = np.arange(len(X) - int(np.ceil(0.1 * len(X))), len(X))
+    kw = dict(hidden_dim=16, n_heads=2, n_layers=1, lr=3e-3, device="cpu", max_epochs=8)
+    used = []
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setattr(flow_module, "_forecast_comparison_se", spy)
+        for seed in range(3):
+            est = FlowformerRegressor(**kw, random_state=seed).fit(X, y)
+            dev, w, n_outputs, se = calls[-1]
+            assert n_outputs == 6 and len(dev) == len(valid)
+            np.testing.assert_allclose(w, 1 / len(valid))
+            errors = (((est.predict(X[valid]) - y[valid]) / est.y_scale_) ** 2).mean(1)
+            if est.encoder_used_:
+                with torch.no_grad():
+                    est.module_.head.weight[:6] = 0.0
+                    est.module_.head.bias[:6] = 0.0
+                skip = (((est.predict(X[valid]) - y[valid]) / est.y_scale_) ** 2).mean(1)
+                diff = errors - skip
+                np.testing.assert_allclose(diff - diff.mean(), dev, atol=1e-9)
+                assert -diff.mean() > se
+            used.append(est.encoder_used_)
+    assert len(calls) == 3
+    assert any(used) and not all(used)  # both outcomes occur among these seeds
+
 def test_ridge_skip_penalty_is_chosen_by_forward_chaining_folds():
     # the skip's ridge equals scikit-learn's Ridge with the penalty whose summed validation
     # MSE over TimeSeriesSplit(5) folds is lowest (penalties relative to each fold's rows)
