@@ -372,7 +372,6 @@ class _FlowformerBase(NeuralEstimatorBase):
         return cached[1]
 
 
-
 def _forecast_comparison_se(dev, w, n_outputs):
     """Standard error of the weighted mean of a per-row difference of squared errors,
     ``dev`` (its deviations from that mean, rows in time order, weights ``w`` summing to 1).
@@ -381,8 +380,8 @@ def _forecast_comparison_se(dev, w, n_outputs):
     it, so their errors are correlated, and the variance of the mean takes the
     autocovariances into account up to lag ``n_outputs - 1`` (the forecast horizon of a
     univariate series) with Bartlett weights (Newey-West), as the Diebold-Mariano test of
-    two h-step forecasts does. Independent rows contribute only lag 0, which is the
-    ordinary standard error (``n_eff = 1 / sum w^2``).
+    two h-step forecasts does. Independent rows contribute only lag 0: the standard error
+    of a weighted mean, ``sqrt(sum w^2 dev^2)``.
     """
     wd = w * dev
     var = float(wd @ wd)
@@ -390,6 +389,7 @@ def _forecast_comparison_se(dev, w, n_outputs):
     for k in range(1, n_lags + 1):  # at most the horizon's lags, each one vector product
         var += 2.0 * (1.0 - k / (n_lags + 1)) * float(wd[k:] @ wd[:-k])
     return float(np.sqrt(max(var, 0.0)))
+
 
 @fill_doc(FLOWFORMER_DOCS)
 class FlowformerRegressor(RegressorTask, _FlowformerBase):
