@@ -521,9 +521,13 @@ def test_encoder_check_uses_the_diebold_mariano_standard_error():
                 diff = errors - skip
                 np.testing.assert_allclose(diff - diff.mean(), dev, atol=1e-9)
                 assert -diff.mean() > se
+            else:  # dropped: the correction's rows of the head are zero
+                assert not est.module_.head.weight[:6].any() and \
+                    not est.module_.head.bias[:6].any()
             used.append(est.encoder_used_)
     assert len(calls) == 3
     assert any(used) and not all(used)  # both outcomes occur among these seeds
+
 
 def test_ridge_skip_penalty_is_chosen_by_forward_chaining_folds():
     # the skip's ridge equals scikit-learn's Ridge with the penalty whose summed validation
