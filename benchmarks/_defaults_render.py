@@ -72,6 +72,9 @@ def _notes(row):
     extra = sk.get("extra", {})
     if "epochs" in extra:
         out.append(f"{extra['epochs']} epochs")
+    if "encoder_used" in extra:
+        out.append("ridge skip + encoder's correction" if extra["encoder_used"]
+                   else "ridge skip alone")
     if "in_scaler_pipeline" in extra:
         scaled = _num(extra["in_scaler_pipeline"], row["metric"])
         out.append(f"in a StandardScaler pipeline {scaled}")

@@ -131,11 +131,13 @@ def skdiff_graph(Est, d, metric):
 
 def skdiff_sequences(Est, d, metric):
     """``Est(random_state=0).fit(X_train, y_train)`` on windows / series, scored on the test
-    part."""
+    part; records the regressor's ``encoder_used_``."""
     t0 = time.perf_counter()
     with _Clock() as c:
         est = Est(random_state=0).fit(d.X_train, d.y_train)
-    return _result(metric(d.y_test, est.predict(d.X_test)), c.s, t0, epochs=_epochs(est))
+    # the forecaster's ridge skip alone, or with the encoder's correction (None elsewhere)
+    return _result(metric(d.y_test, est.predict(d.X_test)), c.s, t0, epochs=_epochs(est),
+                   encoder_used=getattr(est, "encoder_used_", None))
 
 
 # -- function metrics ------------------------------------------------------------------------

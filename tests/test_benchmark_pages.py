@@ -99,6 +99,10 @@ def test_defaults_page_notes_stay_on_one_table_line():
            "warnings": ["ConvergenceWarning: lbfgs failed to converge (status=1):\nSTOP: TOTAL"]}
     assert render._notes(row) == ("3 epochs; warns ConvergenceWarning: lbfgs failed to "
                                   "converge (status=1): STOP: TOTAL")
+    # a forecaster's row says whether its forecast is the ridge skip alone
+    for used, note in ((False, "ridge skip alone"), (True, "ridge skip + encoder's correction")):
+        row = {"skdiff": {"extra": {"epochs": 3, "encoder_used": used}}}
+        assert render._notes(row) == f"3 epochs; {note}"
 
 
 def test_defaults_page_lists_the_runs_its_rows_come_from():
