@@ -589,7 +589,7 @@ class NDPRegressor(RegressorMixin, EstimatorBase):
             centre, half = sum(domain) / 2, (domain[1] - domain[0]) / 2 * self.x_margin
             offset, scale = box_to_domain(points.min(0), points.max(0),
                                           (centre - half, centre + half))
-        lengthscales = getattr(self, "x_lengthscales_", None)
+        lengthscales = self.x_lengthscales_
         if lengthscales is None:
             return offset, scale
         mapped = lengthscales * scale  # each feature's lengthscale in the domain
@@ -662,7 +662,7 @@ class NDPRegressor(RegressorMixin, EstimatorBase):
         r = self._amplitude_draws(int(n_samples), seed)
         y_context = self.y_train_ if r is None else self.y_train_[None, :, None] / r[:, None, None]
         extra = self._extra_noise_std_units()
-        posterior = getattr(self, "context_posterior_", None)
+        posterior = self.context_posterior_
         rng = np.random.RandomState((seed + 1) % 2**32)
         if posterior is not None:  # every sample conditions on its own context draw
             mean, cov = posterior
@@ -836,9 +836,8 @@ class NDPRegressor(RegressorMixin, EstimatorBase):
         return np.concatenate(means), var
 
     def _extra_noise_std_units(self):
-        """``alpha_`` on the standardised scale (0 for an estimator fitted without it)."""
-        alpha = getattr(self, "alpha_", 0.0)
-        return alpha / self.y_std_ ** 2 if alpha else 0.0
+        """``alpha_`` on the standardised scale."""
+        return self.alpha_ / self.y_std_ ** 2 if self.alpha_ else 0.0
 
     def _noise_std_units(self):
         """The samples' observation-noise variance on the standardised scale: the prior's
