@@ -6,17 +6,21 @@ points and then makes ``--n-iter`` evaluations, choosing each by Thompson sampli
 joint posterior sample on 64 fresh uniform candidates (random search: the first candidate).
 NDP conditions the pretrained prior of the function's dimension on the evaluations so far (no
 retraining between iterations; ``--priors gp matern52`` runs the marginalising ``gp`` prior
-and the Matérn-5/2 one, whose lengthscale is fixed); GPR refits a Matérn-5/2 kernel by ML-II
-at every iteration (initial lengthscale 0.3 and bounds 0.01 to 10, times each side of the
-box). Printed: the simple regret (best value so far minus the global minimum) against
-iterations, mean ± standard error over ``--n-seeds`` runs; with ``--json``, every run's
-regret after each evaluation (the 3 initial points first) and the wall and CPU seconds per
-run.
+and the Matérn-5/2 one, whose lengthscale is fixed) on power-transformed values
+(``y_transform="auto"``, the default; ``--raw-priors gp`` also runs those priors on the
+values as they are, as ``ndp_raw`` / ``ndp_<prior>_raw``); GPR refits a Matérn-5/2 kernel
+by ML-II at every iteration (initial lengthscale 0.3 and bounds 0.01 to 10, times each side
+of the box) on the values as they are (its default) and, as ``gpr_power``, on
+power-transformed values. Printed: the simple regret (best value so far minus the global
+minimum) against iterations, mean ± standard error over ``--n-seeds`` runs; with
+``--json``, every run's regret after each evaluation (the 3 initial points first) and the
+wall and CPU seconds per run.
 
 Run::
 
     python benchmarks/bayes_opt_hartmann.py --n-seeds 5 --n-iter 30 --json bo.json
-    python benchmarks/bayes_opt_hartmann.py --priors gp matern52 --json bo_priors.json
+    python benchmarks/bayes_opt_hartmann.py --priors gp matern52 --raw-priors gp \
+        --json bo_priors.json
     python benchmarks/bayes_opt_hartmann.py --function branin --n-seeds 5 --json bo2.json
 """
 
@@ -49,15 +53,22 @@ def main(argv=None):
     p.add_argument("--n-candidates", type=int, default=64)
     p.add_argument("--priors", nargs="+", default=["gp"],
                    help="shipped NDP priors to run (method 'ndp' for gp, 'ndp_<name>' else)")
+    p.add_argument("--raw-priors", nargs="*", default=[],
+                   help="shipped NDP priors to run also with y_transform=None (method "
+                        "'ndp_raw' for gp, 'ndp_<name>_raw' else)")
     add_runtime_args(p)
     p.add_argument("--json", default=None)
     args = p.parse_args(argv)
     apply_runtime_args(args)
     objective, bounds, f_min = FUNCTIONS[args.function]
-    models = {"random": lambda: "random", "gpr": lambda: bo_gpr(bounds)}
+    models = {"random": lambda: "random", "gpr": lambda: bo_gpr(bounds),
+              "gpr_power": (lambda: bo_gpr(bounds), "power")}
     for prior in args.priors:
         models["ndp" if prior == "gp" else f"ndp_{prior}"] = \
             lambda prior=prior: NDPRegressor(prior=prior, x_bounds=bounds, n_samples=2)
+    for prior in args.raw_priors:
+        models["ndp_raw" if prior == "gp" else f"ndp_{prior}_raw"] = (
+            lambda prior=prior: NDPRegressor(prior=prior, x_bounds=bounds, n_samples=2), None)
     regrets, seconds, cpu_seconds = run_thompson(
         models, [(objective, f_min)] * args.n_seeds, bounds, args.n_iter, args.n_candidates)
     print_regrets(regrets, [m for m in (0, 5, 10, 15, 20, 25, 30, 40, 50) if m <= args.n_iter])

@@ -9,6 +9,14 @@ only stores the new context: there is no retraining between iterations.
 Any regressor with ``sample_y(X, n_samples, random_state)`` works as the model, e.g.
 ``sklearn.gaussian_process.GaussianProcessRegressor`` (which refits its kernel by ML-II each
 iteration); ``model="random"`` gives random search on the same candidate sets.
+
+The values can be warped by a monotone transform before every fit (``y_transform``): the
+lowest point of a sample is the same on either scale, so nothing is transformed back. A
+pretrained NDP prior carries a fixed observation noise of 5 % of the standardised signal; on
+a skewed objective (a few large values, a flat valley) the values near the minimum differ
+by less than that noise and the samples cannot tell them apart. The Yeo-Johnson power
+transform (:class:`~sklearn.preprocessing.PowerTransformer`, as HEBO applies it) makes the
+values roughly Gaussian first and spreads the valley out.
 """
 
 from __future__ import annotations
@@ -89,6 +97,55 @@ def branin(X):
             + 10 * (1 - 1 / (8 * np.pi)) * np.cos(x1) + 10)
 
 
+def _resolve_y_transform(y_transform, model):
+    """The transformer ``thompson_sampling`` fits to the values (None: the values as
+    they are)."""
+    if isinstance(model, str):  # random search fits nothing
+        return None
+    if y_transform == "auto":
+        y_transform = "power" if _standardises_with_fixed_noise(model) else None
+    if y_transform == "power":
+        from sklearn.preprocessing import PowerTransformer
+
+        return PowerTransformer()
+    return None if y_transform is None else clone(y_transform)
+
+
+def _standardises_with_fixed_noise(model):
+    """Whether ``model`` is an NDPRegressor that standardises the values onto a prior trained
+    on GP draws with a fixed noise: a registered prior, or a TrainedPrior not trained on a
+    family of functions (such a prior brings its family's units, which a transform would
+    leave). A path is not opened here: it counts as a family's prior."""
+    from .diffusion import TrainedPrior
+    from .diffusion.priors import PRIORS
+    from .ndp import NDPRegressor
+
+    if not isinstance(model, NDPRegressor) or not model.normalize_y:
+        return False
+    prior = model.prior
+    if isinstance(prior, TrainedPrior):
+        return not prior.config.from_functions
+    return isinstance(prior, str) and prior in PRIORS
+
+
+def _warped(transform, y):
+    """``y`` through a fresh fit of ``transform`` (equal values stay as they are: there is no
+    spread to standardise)."""
+    if transform is None or np.ptp(y) == 0:
+        return y
+    z = np.asarray(clone(transform).fit_transform(y.reshape(-1, 1)), dtype=np.float64)
+    if z.shape not in ((len(y), 1), (len(y),)) or not np.all(np.isfinite(z)):
+        raise ValueError(f"'y_transform' must map the {len(y)} values to {len(y)} finite "
+                         f"values; got shape {z.shape}. Pass a transformer of one column, "
+                         "e.g. sklearn.preprocessing.PowerTransformer().")
+    z = z.ravel()
+    if np.any(np.diff(z[np.argsort(y, kind="stable")]) < 0):
+        raise ValueError("'y_transform' must be monotone increasing (the lowest value must "
+                         f"stay lowest); {type(transform).__name__} reorders the values. Pass "
+                         "an increasing transform, e.g. sklearn.preprocessing.PowerTransformer().")
+    return z
+
+
 @validate_params(
     {
         "objective": [callable],
@@ -97,6 +154,8 @@ def branin(X):
         "n_iter": [Interval(numbers.Integral, 0, None, closed="left")],
         "n_init": [Interval(numbers.Integral, 1, None, closed="left")],
         "n_candidates": [Interval(numbers.Integral, 1, None, closed="left")],
+        "y_transform": [None, StrOptions({"auto", "power"}),
+                        HasMethods(["fit_transform"])],
         "random_state": ["random_state"],
         "verbose": ["verbose"],
     },
@@ -104,7 +163,7 @@ def branin(X):
     prefer_skip_nested_validation=False,
 )
 def thompson_sampling(objective, bounds, *, model=None, n_iter=20, n_init=3, n_candidates=64,
-                      random_state=None, verbose=0):
+                      y_transform="auto", random_state=None, verbose=0):
     """Minimise a black-box ``objective`` by Thompson sampling on random candidate sets.
 
     Parameters
@@ -123,6 +182,18 @@ def thompson_sampling(objective, bounds, *, model=None, n_iter=20, n_init=3, n_c
         Uniform random initial evaluations.
     n_candidates : int, default=64
         Fresh uniform candidates per iteration, sampled jointly.
+    y_transform : {"auto", "power"}, transformer or None, default="auto"
+        A monotone increasing transform the model is fitted to instead of the values
+        (refitted to all values at every iteration; the candidate a sample ranks lowest is
+        the same on either scale). ``"power"``: the Yeo-Johnson transform with
+        standardisation (``sklearn.preprocessing.PowerTransformer()``); a transformer: any
+        scikit-learn transformer that is monotone increasing (cloned, fitted on the values as
+        one column); ``None``: the values as they are. ``"auto"``: ``"power"`` for an
+        :class:`~skdiff.NDPRegressor` with a shipped prior (the default model included) or
+        another prior trained on GP draws, which assumes a fixed observation noise on the
+        standardised values; ``None`` for a prior trained on a family of functions (given as
+        a ``TrainedPrior`` or a path: it brings the family's units) and for other models,
+        which fit their own noise. Random search ignores it.
     random_state : int, RandomState or None, default=None
         Seeds the initial design, the candidate sets, the default model's
         ``random_state`` and every ``sample_y`` draw, so an int repeats the whole run (a
@@ -176,6 +247,8 @@ def thompson_sampling(objective, bounds, *, model=None, n_iter=20, n_init=3, n_c
             )
         return values.ravel()
 
+    transform = _resolve_y_transform(y_transform, model)
+
     X = uniform(n_init, "n_init")
     y = evaluate(X)
     for it in range(n_iter):
@@ -183,7 +256,7 @@ def thompson_sampling(objective, bounds, *, model=None, n_iter=20, n_init=3, n_c
         if isinstance(model, str):
             pick = 0
         else:
-            model.fit(X, y)
+            model.fit(X, _warped(transform, y))
             f = model.sample_y(cand, n_samples=1, random_state=rng.randint(2**31 - 1))
             pick = int(np.argmin(np.asarray(f).reshape(n_candidates, -1)[:, 0]))
         x_new = cand[pick:pick + 1]

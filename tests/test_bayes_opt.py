@@ -14,6 +14,7 @@ from skdiff.bayes_opt import (
     hartmann3,
     thompson_sampling,
 )
+from skdiff.diffusion import PriorConfig, TrainedPrior
 
 
 def _objective(X):
@@ -98,3 +99,86 @@ def test_objective_must_return_one_finite_value_per_point(objective, shape):
     with pytest.raises(ValueError, match=f"'objective' must return one finite value per point, "
                        f"of shape \\(3,\\); got shape {shape}"):
         thompson_sampling(objective, [(0, 1)], model="random", n_iter=1, random_state=0)
+
+
+#: The values every fit of ``_Recorder`` saw (``thompson_sampling`` fits a clone).
+_SEEN = []
+
+
+class _Recorder:
+    """A model that records the values it is fitted to and samples the candidates' first
+    coordinate (so the search walks left)."""
+
+    def get_params(self, deep=False):
+        return {}
+
+    def set_params(self, **params):
+        return self
+
+    def fit(self, X, y):
+        _SEEN.append(np.array(y))
+        return self
+
+    def sample_y(self, X, n_samples=1, random_state=None):
+        return np.repeat(X[:, :1], n_samples, axis=1)
+
+
+def _skewed(X):
+    return np.exp(8 * X[:, 0])
+
+
+@pytest.mark.parametrize("y_transform, power", [("auto", False), ("power", True),
+                                                (None, False)])
+def test_y_transform_warps_the_values_the_model_sees(y_transform, power):
+    from sklearn.preprocessing import PowerTransformer
+
+    _SEEN.clear()
+    res = thompson_sampling(_skewed, [(0, 1)], model=_Recorder(), n_iter=4,
+                            y_transform=y_transform, random_state=0)
+    assert len(_SEEN) == 4
+    for k, seen in enumerate(_SEEN):
+        y = res.y[:3 + k]
+        expected = PowerTransformer().fit_transform(y[:, None]).ravel() if power else y
+        np.testing.assert_allclose(seen, expected, rtol=1e-10)
+        # the ranking, and so the candidate a sample ranks lowest, is unchanged
+        np.testing.assert_array_equal(np.argsort(seen), np.argsort(y))
+    if power:  # standardised
+        assert abs(_SEEN[-1].mean()) < 1e-9 and _SEEN[-1].std() == pytest.approx(1)
+
+
+def test_y_transform_auto_warps_for_the_ndp_only():
+    from sklearn.preprocessing import PowerTransformer
+
+    from skdiff.bayes_opt import _resolve_y_transform
+
+    assert isinstance(_resolve_y_transform("auto", NDPRegressor()), PowerTransformer)
+    assert isinstance(_resolve_y_transform("auto", NDPRegressor(prior="se")), PowerTransformer)
+    # a prior from a path may be a family's, in the family's units; values as given
+    assert _resolve_y_transform("auto", NDPRegressor(prior="family.pt")) is None
+    assert _resolve_y_transform("auto", NDPRegressor(normalize_y=False)) is None
+    gp_config = PriorConfig(hidden_dim=16, n_layers=1, n_heads=2)
+    curves = [(np.linspace(0, 1, 8), np.sin(np.linspace(0, 1, 8) + p)) for p in range(4)]
+    for config, power in ((gp_config, True), (gp_config.for_functions(curves), False)):
+        prior = TrainedPrior(config, config.network().state_dict())
+        got = _resolve_y_transform("auto", NDPRegressor(prior=prior))
+        assert isinstance(got, PowerTransformer) if power else got is None
+    assert _resolve_y_transform("auto", GaussianProcessRegressor()) is None
+    assert _resolve_y_transform("power", "random") is None
+    custom = PowerTransformer(standardize=False)
+    got = _resolve_y_transform(custom, GaussianProcessRegressor())
+    assert got is not custom and got.get_params() == custom.get_params()
+
+
+def test_y_transform_must_be_an_increasing_transformer():
+    from sklearn.preprocessing import FunctionTransformer
+
+    with pytest.raises(ValueError, match="'y_transform' parameter .* Got 'log' instead"):
+        thompson_sampling(_objective, [(0, 1)], model="random", y_transform="log")
+    with pytest.raises(ValueError, match="'y_transform' must be monotone increasing .*"
+                       "FunctionTransformer reorders the values"):
+        thompson_sampling(_skewed, [(0, 1)], model=_Recorder(), n_iter=1, random_state=0,
+                          y_transform=FunctionTransformer(np.negative))
+    with pytest.raises(ValueError, match="'y_transform' must map the 3 values to 3 finite "
+                       "values; got shape \\(3, 2\\)"):
+        thompson_sampling(_skewed, [(0, 1)], model=_Recorder(), n_iter=1, random_state=0,
+                          y_transform=FunctionTransformer(lambda v: np.hstack([v, v])))
