@@ -40,7 +40,12 @@ from ._data import (
     streamed_forward,
     streams,
 )
-from ._propagation import AUTO_MAX_NODES, LabelSmoother, graph_helps_features
+from ._propagation import (
+    AUTO_MAX_NODES,
+    LabelSmoother,
+    ValueSmoother,
+    graph_helps_features,
+)
 
 #: ``n_neighbors="auto"``: the graph's k, and the most rows it is built for (a k-nearest-
 #: neighbour search over all rows; larger data sets pass a graph or an int).
@@ -399,6 +404,54 @@ class _DIFFormerBase(NeuralEstimatorBase):
         """The fitted rows' outputs after the task's use of the known labels (none here)."""
         return outputs
 
+    def _checked_smoother(self, data, make, check, describe):
+        """The smoother ``label_propagation`` applies, or None where it does not.
+
+        ``make(adjacency, seed node ids, their targets)`` builds it over the labelled rows
+        (:meth:`_propagation_seeds`); with ``"auto"``, ``check(smoother, random_state)``
+        returns ``(decision, *figures)`` and ``describe(*figures)`` the verbose line.
+        """
+        seeds = self._propagation_seeds(data)
+        if seeds is None:
+            return None
+        smoother = make(data.inputs.adjacency, seeds[1], data.targets[seeds[0]])
+        if isinstance(self.label_propagation, str):  # "auto"
+            helps, *figures = check(smoother, np.random.RandomState(self.seed_))
+            if self.verbose:
+                print(f"label_propagation='auto': {describe(*figures)}: "
+                      f"{'on' if helps else 'off'}")
+            if not helps:
+                return None
+        return smoother
+
+    def _propagation_seeds(self, data):
+        """(labelled rows, their node ids) whose labels ``label_propagation`` spreads, or
+        None where it does not apply (off, no graph, or ``"auto"`` on more than
+        ``AUTO_MAX_NODES`` nodes). Resets ``label_propagation_`` and the kept smoother."""
+        inputs = data.inputs
+        self._smoother, self.label_propagation_ = None, False
+        auto = isinstance(self.label_propagation, str)  # "auto"; else a flag (numpy's too)
+        if not (auto or self.label_propagation) or not inputs.has_graph:
+            return None
+        if auto and inputs.n > AUTO_MAX_NODES:
+            if self.verbose:
+                print(f"label_propagation='auto': off above {AUTO_MAX_NODES:,} nodes; pass "
+                      "label_propagation=True to propagate on this graph")
+            return None
+        ids = np.arange(inputs.n) if inputs.ids is None else inputs.ids
+        # the rows of a validation_mask serve early stopping only: they are not seeds, so
+        # their predictions (and a score on them) stay honest
+        rows = data.rows if data.valid_rows is None else np.setdiff1d(data.rows,
+                                                                       data.valid_rows)
+        return rows, ids[rows]
+
+    def _keep_smoother(self, smoother, data):
+        """Record that the labels were propagated; in graph mode keep the smoother, so that
+        predictions on the fitted graph (Monte Carlo passes too) propagate as well."""
+        self.label_propagation_ = True
+        if data.graph is not None:
+            self._smoother = smoother
+
     def _with_neighbors_graph(self, inputs, labelled, reset):
         """``inputs`` with a k-nearest-neighbour graph where the task builds one (none
         here)."""
@@ -729,39 +782,19 @@ class DIFFormerClassifier(ClassifierTask, _DIFFormerBase):
     def _propagate_labels(self, outputs, data):
         """Spread the fitted labels over the graph (``label_propagation``), see
         :mod:`skdiff.difformer._propagation`."""
-        inputs = data.inputs
-        self._smoother, self.label_propagation_ = None, False
-        auto = isinstance(self.label_propagation, str)  # "auto"; else a flag (numpy's too)
-        if not (auto or self.label_propagation) or not inputs.has_graph:
+        smoother = self._checked_smoother(
+            data, lambda A, seeds, codes: LabelSmoother(A, seeds, codes, self.classes_.size,
+                                                        self.propagation_alpha),
+            LabelSmoother.graph_predicts_labels,
+            lambda accuracy, majority: f"labels spread along the graph predict {accuracy:.3f} "
+            f"of held-out labelled nodes, the most frequent class {majority:.3f}")
+        if smoother is None:
             return outputs
-        if auto and inputs.n > AUTO_MAX_NODES:
-            if self.verbose:
-                print(f"label_propagation='auto': off above {AUTO_MAX_NODES:,} nodes; pass "
-                      "label_propagation=True to propagate on this graph")
-            return outputs
-        ids = np.arange(inputs.n) if inputs.ids is None else inputs.ids
-        # the rows of a validation_mask serve early stopping only: they are not seeds, so
-        # their predictions (and a score on them) stay honest
-        seeds = data.rows if data.valid_rows is None else np.setdiff1d(data.rows,
-                                                                        data.valid_rows)
-        smoother = LabelSmoother(inputs.adjacency, ids[seeds], data.targets[seeds],
-                                 self.classes_.size, self.propagation_alpha)
-        if auto:
-            helps, accuracy, majority = smoother.graph_predicts_labels(
-                np.random.RandomState(self.seed_))
-            if self.verbose:
-                print(f"label_propagation='auto': labels spread along the graph predict "
-                      f"{accuracy:.3f} of held-out labelled nodes, the most frequent class "
-                      f"{majority:.3f}: {'on' if helps else 'off'}")
-            if not helps:
-                return outputs
-        self.label_propagation_ = True
         proba = self._from_outputs(outputs)
         beta = smoother.choose_network_weight(proba, np.random.RandomState(self.seed_))
         if self.verbose:
             print(f"label_propagation: the network's weight in the propagation is {beta}")
-        if data.graph is not None:  # predictions on the fitted graph propagate too
-            self._smoother = smoother
+        self._keep_smoother(smoother, data)
         return self._log_proba(smoother.smooth(proba))
 
     @staticmethod
@@ -856,9 +889,35 @@ class DIFFormerRegressor(RegressorTask, _DIFFormerBase):
     in the attention, unlabelled), or the rows of ``fit(..., validation_mask=...)``, and keeps
     the epoch with the lowest validation loss.
 
+    With a graph, the known values can be spread along its edges on top of the network's
+    predictions for the fitted rows (``label_propagation=True``).
+
     Parameters
     ----------
-    %(parameters)s
+    %(network_parameters)s
+    label_propagation : bool or "auto", default=False
+        With a graph, spread the known values along its edges on top of the network's
+        predictions for the fitted rows: the smoothing step of Correct and Smooth (Huang et
+        al., 2021) on the standardised predictions, labelled rows clamped to their values,
+        as :class:`DIFFormerClassifier` does with class probabilities. It changes
+        ``transduction_`` and, in graph mode, the predictions on the fitted graph's nodes
+        (including ``return_std`` and :meth:`sample_posterior`); predictions on new rows or
+        another graph are the network's alone. The rows of ``fit(..., validation_mask=...)``
+        are not propagated. ``True``: with any graph. ``"auto"``: only when values spread
+        along the graph predict held-out labelled nodes better than the mean of the others
+        does (a 5-fold check over the labelled nodes, a kernel regression over the graph),
+        i.e. when neighbours have similar values, and on graphs of at most a million nodes.
+        ``False`` (default): never. It helps where the network's predictions are noisy and
+        neighbours share values (contextual stochastic block models with 100 labelled nodes
+        of 2,000); on a homophilous graph whose features already tell the values it blurs
+        good predictions across the edges that join different values, which is why it is
+        off by default. Without a graph it has no effect.
+    propagation_alpha : float in [0, 1), default=0.5
+        Weight of the neighbours in each propagation step; ``1 - propagation_alpha`` pulls
+        every node back towards the network's prediction. Shorter than the classifier's
+        0.9: values are averaged as they are (an argmax of probabilities is not), and a long
+        propagation pulls every node towards the mean of a wide neighbourhood.
+    %(training_parameters)s
 
     Attributes
     ----------
@@ -867,7 +926,11 @@ class DIFFormerRegressor(RegressorTask, _DIFFormerBase):
     y_mean_, y_scale_ : ndarray of shape (n_outputs,)
         Standardisation of ``y`` (over the labelled rows).
     transduction_ : ndarray of shape (n_fitted_rows,) or (n_fitted_rows, n_outputs)
-        Predicted value of every row seen in ``fit`` (every node in graph mode).
+        Predicted value of every row seen in ``fit`` (every node in graph mode), after
+        ``label_propagation`` when it applies.
+    label_propagation_ : bool
+        Whether the known values were propagated over the graph (see
+        ``label_propagation``).
     %(input_attributes)s
     init_scores_ : ndarray of shape (n_init,)
         Best validation loss of every initialisation (without validation rows, the final
@@ -903,15 +966,41 @@ class DIFFormerRegressor(RegressorTask, _DIFFormerBase):
 
     def __init__(self, *, feature_scaling="auto", kernel="simple", qk_norm="global", n_layers=4,
                  hidden_dim=64, n_heads=1, alpha=0.5, dropout=0.2, graph_weight=None,
-                 value_projection=False, attention_scope="all", block_size=1024, max_epochs=300,
+                 value_projection=False, attention_scope="all", block_size=1024,
+                 label_propagation=False, propagation_alpha=0.5, max_epochs=300,
                  lr=3e-3, weight_decay=5e-3, batch_size=None, early_stopping="auto",
                  validation_fraction=0.1, n_iter_no_change=50, n_init=1, warm_start=False,
                  device="auto", n_threads=None, mixed_precision=None, accelerator=None,
                  random_state=None, verbose=0, callbacks=None):
         self._init_params(locals())
 
+    _parameter_constraints = {
+        **_DIFFormerBase._parameter_constraints,
+        "label_propagation": [StrOptions({"auto"}), "boolean"],
+        "propagation_alpha": [Interval(numbers.Real, 0, 1, closed="left")],
+    }
+
     def _n_network_outputs(self):
         return self.n_outputs_
+
+    def _propagate_labels(self, outputs, data):
+        """Spread the fitted values over the graph (``label_propagation``), see
+        :class:`skdiff.difformer._propagation.ValueSmoother`."""
+        smoother = self._checked_smoother(
+            data, lambda A, seeds, values: ValueSmoother(A, seeds, values,
+                                                         self.propagation_alpha),
+            ValueSmoother.graph_predicts_values,
+            lambda spread_mse, mean_mse: "values spread along the graph predict held-out "
+            f"labelled nodes with squared error {spread_mse:.3f} (standardised), their mean "
+            f"{mean_mse:.3f}")
+        if smoother is None:
+            return outputs
+        self._keep_smoother(smoother, data)
+        return smoother.smooth(outputs)
+
+    def _smoothed(self, outputs):
+        smoother = self.__dict__.get("_smoother")
+        return outputs if smoother is None else smoother.smooth(outputs)
 
     def partial_fit(self, X, y, adjacency=None, *, graph=None, validation_mask=None,
                     sample_weight=None):
