@@ -15,8 +15,8 @@ lowest point of a sample is the same on either scale, so nothing is transformed 
 pretrained NDP prior carries a fixed observation noise of 5 % of the standardised signal; on
 a skewed objective (a few large values, a flat valley) the values near the minimum differ
 by less than that noise and the samples cannot tell them apart. The Yeo-Johnson power
-transform (:class:`~sklearn.preprocessing.PowerTransformer`, as HEBO applies it) makes the
-values roughly Gaussian first and spreads the valley out.
+transform (:class:`~sklearn.preprocessing.PowerTransformer` on the standardised values,
+as HEBO applies it) makes the values roughly Gaussian first and spreads the valley out.
 """
 
 from __future__ import annotations
@@ -105,9 +105,12 @@ def _resolve_y_transform(y_transform, model):
     if y_transform == "auto":
         y_transform = "power" if _standardises_with_fixed_noise(model) else None
     if y_transform == "power":
-        from sklearn.preprocessing import PowerTransformer
+        from sklearn.pipeline import make_pipeline
+        from sklearn.preprocessing import PowerTransformer, StandardScaler
 
-        return PowerTransformer()
+        # standardised first: the Yeo-Johnson transform is not scale-equivariant, so this
+        # makes the warped values independent of the objective's units
+        return make_pipeline(StandardScaler(), PowerTransformer())
     return None if y_transform is None else clone(y_transform)
 
 
@@ -185,15 +188,17 @@ def thompson_sampling(objective, bounds, *, model=None, n_iter=20, n_init=3, n_c
     y_transform : {"auto", "power"}, transformer or None, default="auto"
         A monotone increasing transform the model is fitted to instead of the values
         (refitted to all values at every iteration; the candidate a sample ranks lowest is
-        the same on either scale). ``"power"``: the Yeo-Johnson transform with
-        standardisation (``sklearn.preprocessing.PowerTransformer()``); a transformer: any
-        scikit-learn transformer that is monotone increasing (cloned, fitted on the values as
-        one column); ``None``: the values as they are. ``"auto"``: ``"power"`` for an
-        :class:`~skdiff.NDPRegressor` with a shipped prior (the default model included) or
-        another prior trained on GP draws, which assumes a fixed observation noise on the
-        standardised values; ``None`` for a prior trained on a family of functions (given as
-        a ``TrainedPrior`` or a path: it brings the family's units) and for other models,
-        which fit their own noise. Random search ignores it.
+        the same on either scale). ``"power"``: the values standardised, then the
+        Yeo-Johnson transform with standardisation (``make_pipeline(StandardScaler(),
+        PowerTransformer())``), so that the objective's units do not matter; a
+        transformer: any scikit-learn transformer that is monotone increasing (cloned,
+        fitted on the values as one column); ``None``: the values as they are.
+        ``"auto"``: ``"power"`` for an :class:`~skdiff.NDPRegressor` with a shipped prior
+        (the default model included) or another prior trained on GP draws, which assumes
+        a fixed observation noise on the standardised values; ``None`` for a prior
+        trained on a family of functions (given as a ``TrainedPrior`` or a path: it brings
+        the family's units) and for other models, which fit their own noise. Random search
+        ignores it.
     random_state : int, RandomState or None, default=None
         Seeds the initial design, the candidate sets, the default model's
         ``random_state`` and every ``sample_y`` draw, so an int repeats the whole run (a

@@ -130,7 +130,7 @@ def _skewed(X):
 @pytest.mark.parametrize("y_transform, power", [("auto", False), ("power", True),
                                                 (None, False)])
 def test_y_transform_warps_the_values_the_model_sees(y_transform, power):
-    from sklearn.preprocessing import PowerTransformer
+    from sklearn.preprocessing import PowerTransformer, StandardScaler
 
     _SEEN.clear()
     res = thompson_sampling(_skewed, [(0, 1)], model=_Recorder(), n_iter=4,
@@ -138,7 +138,10 @@ def test_y_transform_warps_the_values_the_model_sees(y_transform, power):
     assert len(_SEEN) == 4
     for k, seen in enumerate(_SEEN):
         y = res.y[:3 + k]
-        expected = PowerTransformer().fit_transform(y[:, None]).ravel() if power else y
+        expected = y
+        if power:
+            expected = PowerTransformer().fit_transform(
+                StandardScaler().fit_transform(y[:, None])).ravel()
         np.testing.assert_allclose(seen, expected, rtol=1e-10)
         # the ranking, and so the candidate a sample ranks lowest, is unchanged
         np.testing.assert_array_equal(np.argsort(seen), np.argsort(y))
@@ -146,22 +149,36 @@ def test_y_transform_warps_the_values_the_model_sees(y_transform, power):
         assert abs(_SEEN[-1].mean()) < 1e-9 and _SEEN[-1].std() == pytest.approx(1)
 
 
+def test_power_transform_ignores_the_objectives_units():
+    seen = []
+    for scale, shift in ((1.0, 0.0), (1e-3, 5.0), (1e4, -7.0)):
+        _SEEN.clear()
+        thompson_sampling(lambda X, a=scale, b=shift: a * _skewed(X) + b, [(0, 1)],
+                          model=_Recorder(),
+                          n_iter=4, y_transform="power", random_state=0)
+        seen.append(np.concatenate(_SEEN))
+    np.testing.assert_allclose(seen[1], seen[0], atol=1e-6)
+    np.testing.assert_allclose(seen[2], seen[0], atol=1e-6)
+
+
 def test_y_transform_auto_warps_for_the_ndp_only():
+    from sklearn.pipeline import Pipeline
     from sklearn.preprocessing import PowerTransformer
 
     from skdiff.bayes_opt import _resolve_y_transform
 
-    assert isinstance(_resolve_y_transform("auto", NDPRegressor()), PowerTransformer)
-    assert isinstance(_resolve_y_transform("auto", NDPRegressor(prior="se")), PowerTransformer)
+    power = _resolve_y_transform("auto", NDPRegressor())
+    assert isinstance(power, Pipeline) and isinstance(power[-1], PowerTransformer)
+    assert isinstance(_resolve_y_transform("auto", NDPRegressor(prior="se")), Pipeline)
     # a prior from a path may be a family's, in the family's units; values as given
     assert _resolve_y_transform("auto", NDPRegressor(prior="family.pt")) is None
     assert _resolve_y_transform("auto", NDPRegressor(normalize_y=False)) is None
     gp_config = PriorConfig(hidden_dim=16, n_layers=1, n_heads=2)
     curves = [(np.linspace(0, 1, 8), np.sin(np.linspace(0, 1, 8) + p)) for p in range(4)]
-    for config, power in ((gp_config, True), (gp_config.for_functions(curves), False)):
+    for config, warps in ((gp_config, True), (gp_config.for_functions(curves), False)):
         prior = TrainedPrior(config, config.network().state_dict())
         got = _resolve_y_transform("auto", NDPRegressor(prior=prior))
-        assert isinstance(got, PowerTransformer) if power else got is None
+        assert isinstance(got, Pipeline) if warps else got is None
     assert _resolve_y_transform("auto", GaussianProcessRegressor()) is None
     assert _resolve_y_transform("power", "random") is None
     custom = PowerTransformer(standardize=False)
