@@ -310,19 +310,40 @@ def _ndp_ceiling(doc):
     return ["task kernel", "posterior", "samples", "log-lik per point", "paper (analytic)"], rows
 
 
-BO_NAMES = {"ndp": "NDPRegressor, shipped gp prior (Thompson sampling)",
-            "ndp_family": "NDPRegressor, prior trained on the family (Thompson sampling)",
+BO_NAMES = {"ndp_family": "NDPRegressor, prior trained on the family (Thompson sampling)",
             "gpr": "GaussianProcessRegressor, ML-II every iteration (Thompson sampling)",
+            "gpr_power": "GaussianProcessRegressor, ML-II every iteration, on power-"
+                         "transformed values (Thompson sampling)",
+            "random": "random search"}
+#: Legend labels of the regret figures.
+BO_SHORT = {"ndp_family": "NDP, family prior", "gpr": "GPR", "gpr_power": "GPR, power",
             "random": "random search"}
 
 
+def _bo_prior(method):
+    """(shipped prior, on the values as given?) of an ``ndp``, ``ndp_<prior>`` or
+    ``..._raw`` method; None for the other methods."""
+    if method in BO_NAMES or not (method == "ndp" or method.startswith("ndp_")):
+        return None
+    name = method.removesuffix("_raw")
+    return (name[4:] if name.startswith("ndp_") else "gp"), method.endswith("_raw")
+
+
 def _bo_name(method):
-    """The table and legend label of a Bayesian-optimisation method."""
-    if method in BO_NAMES:
-        return BO_NAMES[method]
-    if method.startswith("ndp_"):
-        return f"NDPRegressor, shipped {method[4:]} prior (Thompson sampling)"
-    return method
+    """The table label of a Bayesian-optimisation method."""
+    prior = _bo_prior(method)
+    if prior is None:
+        return BO_NAMES.get(method, method)
+    values = "the values as given" if prior[1] else "power-transformed values, the default"
+    return f"NDPRegressor, shipped {prior[0]} prior, on {values} (Thompson sampling)"
+
+
+def _bo_short(method):
+    """The legend label of a Bayesian-optimisation method."""
+    prior = _bo_prior(method)
+    if prior is None:
+        return BO_SHORT.get(method, method)
+    return f"NDP, {prior[0]} prior" + (", values as given" if prior[1] else "")
 
 
 def _bayes_opt(doc):
@@ -357,7 +378,7 @@ def _bayes_opt_figure(doc):
         a = np.asarray(runs)[:, n_init - 1:]  # from the initial design on
         k = np.arange(a.shape[1])
         mean, se = a.mean(0), a.std(0, ddof=1) / np.sqrt(len(a))
-        ax.plot(k, mean, label=_bo_name(method).split(" (")[0])
+        ax.plot(k, mean, label=_bo_short(method))
         ax.fill_between(k, np.maximum(mean - se, 1e-4), mean + se, alpha=0.2)
     ax.set(yscale="log", xlabel=f"evaluations after the {n_init} initial points",
            ylabel="simple regret", xlim=(0, a.shape[1] - 1))
@@ -580,12 +601,14 @@ CLAIMS = {
         "NDPRegressor conditions a shipped 3-D prior on the evaluations so far (no "
         "retraining; the features weighed by the ML-II lengthscales of the evaluations, "
         "x_scaling='ard', the default): the marginalising gp prior, and the Matérn-5/2 "
-        "prior, whose lengthscale is fixed; GaussianProcessRegressor refits a Matérn-5/2 "
-        "kernel by ML-II (2 restarts) every iteration; random search takes the first "
-        "candidate.",
+        "prior, whose lengthscale is fixed, on Yeo-Johnson power-transformed values "
+        "(thompson_sampling's y_transform='auto', the default), and the gp prior on the "
+        "values as given; GaussianProcessRegressor refits a Matérn-5/2 kernel by ML-II (2 "
+        "restarts) every iteration, on the values as given (its default) and on "
+        "power-transformed values; random search takes the first candidate.",
         "bayes_opt_hartmann.json",
-        "python benchmarks/bayes_opt_hartmann.py --priors gp matern52 --n-seeds 20 --n-iter 30 "
-        "--json benchmarks/results/bayes_opt_hartmann.json",
+        "python benchmarks/bayes_opt_hartmann.py --priors gp matern52 --raw-priors gp "
+        "--n-seeds 20 --n-iter 30 --json benchmarks/results/bayes_opt_hartmann.json",
         "the paper's Sec. 5.3 (Thompson sampling with NDP posterior samples).",
         "args: {n_iter, ...}, n_init, seconds_per_run: {method: s}, cpu_seconds_per_run: "
         "{method: s}, regret: {method: [[per evaluation] per seed]}", _bayes_opt,
@@ -595,12 +618,14 @@ CLAIMS = {
         "its usual box [-5, 10] x [0, 15] (global minimum 0.397887, reached at three "
         "points): simple regret after k evaluations that follow 3 uniform random points, "
         "mean ± standard error over seeds. NDPRegressor conditions the shipped 2-D gp and "
-        "Matérn-5/2 priors with the box as x_bounds (and the default ARD weighing); the "
-        "GPR's Matérn-5/2 lengthscales start at 0.3 and are bounded by 0.01 and 10, times "
-        "the box's side.",
+        "Matérn-5/2 priors with the box as x_bounds (and the default ARD weighing), on "
+        "power-transformed values (the default) and, for the gp prior, on the values as "
+        "given; the GPR's Matérn-5/2 lengthscales start at 0.3 and are bounded by 0.01 and "
+        "10, times the box's side, on the values as given and on power-transformed values.",
         "bayes_opt_branin.json",
         "python benchmarks/bayes_opt_hartmann.py --function branin --priors gp matern52 "
-        "--n-seeds 20 --n-iter 30 --json benchmarks/results/bayes_opt_branin.json",
+        "--raw-priors gp --n-seeds 20 --n-iter 30 "
+        "--json benchmarks/results/bayes_opt_branin.json",
         "the protocol of the paper's Sec. 5.3, on a 2-D function.",
         "args: {function, n_iter, ...}, n_init, seconds_per_run: {method: s}, "
         "cpu_seconds_per_run: {method: s}, regret: {method: [[per evaluation] per seed]}",
@@ -612,8 +637,10 @@ CLAIMS = {
         "members (train_prior with functions, 64 points each, 3,000 steps) conditions on "
         "new members, one per seed, never seen in training; the same Thompson sampling as "
         "above (3 uniform random points, one joint sample on 64 fresh candidates per "
-        "iteration), beside the shipped gp prior, GaussianProcessRegressor (Matérn-5/2, "
-        "ML-II every iteration) and random search. Simple regret against each member's "
+        "iteration), beside the shipped gp prior (on power-transformed values, "
+        "thompson_sampling's default for it; the family prior takes the values as given, in "
+        "its family's units), GaussianProcessRegressor (Matérn-5/2, ML-II every iteration) "
+        "and random search. Simple regret against each member's "
         "minimum on a 4,001-point grid.",
         "bayes_opt_family.json",
         "python benchmarks/bayes_opt_family.py --work-dir PATH --threads 1 "
