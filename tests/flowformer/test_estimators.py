@@ -467,7 +467,6 @@ def test_window_skip_uses_the_encoder_only_where_it_lowers_the_validation_mse():
     assert FlowformerRegressor(**{**kw, "max_epochs": 1}, skip="level").fit(X, y).encoder_used_
 
 
-
 def test_encoder_check_uses_the_diebold_mariano_standard_error():
     """The standard error of the encoder check equals a dense Newey-West reference (Bartlett
     weights over as many lags as outputs minus one; lag 0 alone, the independent-row
