@@ -61,8 +61,9 @@ def run_thompson(models, objectives, bounds, n_iter, n_candidates, n_init=3):
     """Thompson sampling with every model on every objective (seed = its index).
 
     ``models``: name -> callable returning a fresh model (or ``"random"``), or a pair
-    (that callable, ``y_transform`` of :func:`~skdiff.bayes_opt.thompson_sampling`; default
-    ``"auto"``); ``objectives``: ``[(objective, minimum)]``. Returns ``regrets`` (name ->
+    (that callable, a dict of further :func:`~skdiff.bayes_opt.thompson_sampling` arguments,
+    e.g. ``y_transform`` or ``local_fraction``; by default the function's defaults);
+    ``objectives``: ``[(objective, minimum)]``. Returns ``regrets`` (name ->
     (objectives, n_init + n_iter) array of simple regret after each evaluation), and wall
     and CPU seconds per run."""
     import time
@@ -74,7 +75,7 @@ def run_thompson(models, objectives, bounds, n_iter, n_candidates, n_init=3):
 
     regrets, seconds, cpu_seconds = {}, {}, {}
     for name, make in models.items():
-        make, y_transform = make if isinstance(make, tuple) else (make, "auto")
+        make, options = make if isinstance(make, tuple) else (make, {})
         runs = []
         t0, c0 = time.perf_counter(), time.process_time()
         for seed, (objective, minimum) in enumerate(objectives):
@@ -82,7 +83,7 @@ def run_thompson(models, objectives, bounds, n_iter, n_candidates, n_init=3):
                 warnings.simplefilter("ignore", ConvergenceWarning)
                 res = thompson_sampling(objective, bounds, model=make(), n_iter=n_iter,
                                         n_init=n_init, n_candidates=n_candidates,
-                                        y_transform=y_transform, random_state=seed)
+                                        random_state=seed, **options)
             runs.append(res.best_so_far - minimum)
         regrets[name] = np.asarray(runs)
         seconds[name] = (time.perf_counter() - t0) / len(objectives)

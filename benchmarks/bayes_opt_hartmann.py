@@ -56,19 +56,32 @@ def main(argv=None):
     p.add_argument("--raw-priors", nargs="*", default=[],
                    help="shipped NDP priors to run also with y_transform=None (method "
                         "'ndp_raw' for gp, 'ndp_<name>_raw' else)")
+    p.add_argument("--uniform", action="store_true",
+                   help="also run the NDP priors of --priors and GPR on uniform candidates "
+                        "only (local_fraction=0, the paper's protocol), as '<method>_uniform'")
     add_runtime_args(p)
     p.add_argument("--json", default=None)
     args = p.parse_args(argv)
     apply_runtime_args(args)
     objective, bounds, f_min = FUNCTIONS[args.function]
-    models = {"random": lambda: "random", "gpr": lambda: bo_gpr(bounds),
-              "gpr_power": (lambda: bo_gpr(bounds), "power")}
+    def ndp(prior):
+        return lambda: NDPRegressor(prior=prior, x_bounds=bounds, n_samples=2)
+
+    def gpr():
+        return bo_gpr(bounds)
+
+    models = {"random": lambda: "random", "gpr": gpr,
+              "gpr_power": (gpr, {"y_transform": "power"})}
     for prior in args.priors:
-        models["ndp" if prior == "gp" else f"ndp_{prior}"] = \
-            lambda prior=prior: NDPRegressor(prior=prior, x_bounds=bounds, n_samples=2)
+        models["ndp" if prior == "gp" else f"ndp_{prior}"] = ndp(prior)
     for prior in args.raw_priors:
         models["ndp_raw" if prior == "gp" else f"ndp_{prior}_raw"] = (
-            lambda prior=prior: NDPRegressor(prior=prior, x_bounds=bounds, n_samples=2), None)
+            ndp(prior), {"y_transform": None})
+    if args.uniform:
+        for prior in args.priors:
+            models["ndp_uniform" if prior == "gp" else f"ndp_{prior}_uniform"] = (
+                ndp(prior), {"local_fraction": 0.0})
+        models["gpr_uniform"] = (gpr, {"local_fraction": 0.0})
     regrets, seconds, cpu_seconds = run_thompson(
         models, [(objective, f_min)] * args.n_seeds, bounds, args.n_iter, args.n_candidates)
     print_regrets(regrets, [m for m in (0, 5, 10, 15, 20, 25, 30, 40, 50) if m <= args.n_iter])

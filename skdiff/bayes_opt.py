@@ -2,13 +2,17 @@
 
 The paper's experiment (Dutordoir et al., 2023, Sec. 5.3): at every iteration, draw one joint
 sample of the objective on a random candidate set from the model's posterior given the
-evaluations so far, and evaluate the objective where that sample is lowest. With an
+evaluations so far, and evaluate the objective where that sample is lowest. The paper draws
+the candidates uniformly over the box; here half of them are drawn around the best point so
+far by default (``local_fraction``), as trust-region and local-search Thompson samplers do
+(TuRBO, BoTorch's perturbed candidates): in more than one dimension a few dozen uniform
+points rarely fall close enough to a minimum to refine it. With an
 :class:`~skdiff.NDPRegressor` the prior network is pretrained, so "refitting" at each iteration
 only stores the new context: there is no retraining between iterations.
 
 Any regressor with ``sample_y(X, n_samples, random_state)`` works as the model, e.g.
 ``sklearn.gaussian_process.GaussianProcessRegressor`` (which refits its kernel by ML-II each
-iteration); ``model="random"`` gives random search on the same candidate sets.
+iteration); ``model="random"`` gives random search (one of the uniform candidates).
 
 The values can be warped by a monotone transform before every fit (``y_transform``): the
 lowest point of a sample is the same on either scale, so nothing is transformed back. A
@@ -16,7 +20,10 @@ pretrained NDP prior carries a fixed observation noise of 5 % of the standardise
 a skewed objective (a few large values, a flat valley) the values near the minimum differ
 by less than that noise and the samples cannot tell them apart. The Yeo-Johnson power
 transform (:class:`~sklearn.preprocessing.PowerTransformer` on the standardised values,
-as HEBO applies it) makes the values roughly Gaussian first and spreads the valley out.
+as HEBO applies it) makes the values roughly Gaussian first and spreads the valley out. Its
+exponent is capped at 1: values skewed the other way (a narrow dip below a plateau) would
+get an exponent above 1, which squeezes the low values together, where the minimum is; at
+the cap the transform is the identity.
 """
 
 from __future__ import annotations
@@ -24,7 +31,7 @@ from __future__ import annotations
 import numbers
 
 import numpy as np
-from sklearn.base import clone
+from sklearn.base import BaseEstimator, TransformerMixin, clone
 from sklearn.utils import Bunch, check_random_state
 from sklearn.utils._param_validation import HasMethods, StrOptions, validate_params
 
@@ -106,12 +113,37 @@ def _resolve_y_transform(y_transform, model):
         y_transform = "power" if _standardises_with_fixed_noise(model) else None
     if y_transform == "power":
         from sklearn.pipeline import make_pipeline
-        from sklearn.preprocessing import PowerTransformer, StandardScaler
+        from sklearn.preprocessing import StandardScaler
 
         # standardised first: the Yeo-Johnson transform is not scale-equivariant, so this
         # makes the warped values independent of the objective's units
-        return make_pipeline(StandardScaler(), PowerTransformer())
+        return make_pipeline(StandardScaler(), _CappedYeoJohnson())
     return None if y_transform is None else clone(y_transform)
+
+
+class _CappedYeoJohnson(TransformerMixin, BaseEstimator):
+    """The Yeo-Johnson transform with its maximum-likelihood exponent capped at
+    ``max_lambda``, then standardised.
+
+    An exponent below 1 stretches the low values and compresses the high ones; above 1 it
+    does the opposite. Thompson sampling looks for the minimum, so the values near it must
+    stay apart: with the cap at 1 the transform spreads out a valley under a few very large
+    values and leaves values skewed the other way (a narrow dip below a plateau) as they
+    are (an exponent of 1 is the identity)."""
+
+    def __init__(self, max_lambda=1.0):
+        self.max_lambda = max_lambda
+
+    def fit(self, y, _=None):
+        from sklearn.preprocessing import PowerTransformer, StandardScaler
+
+        self.power_ = PowerTransformer(standardize=False).fit(y)
+        self.power_.lambdas_ = np.minimum(self.power_.lambdas_, self.max_lambda)
+        self.scaler_ = StandardScaler().fit(self.power_.transform(y))
+        return self
+
+    def transform(self, y):
+        return self.scaler_.transform(self.power_.transform(y))
 
 
 def _standardises_with_fixed_noise(model):
@@ -157,6 +189,7 @@ def _warped(transform, y):
         "n_iter": [Interval(numbers.Integral, 0, None, closed="left")],
         "n_init": [Interval(numbers.Integral, 1, None, closed="left")],
         "n_candidates": [Interval(numbers.Integral, 1, None, closed="left")],
+        "local_fraction": [Interval(numbers.Real, 0, 1, closed="left")],
         "y_transform": [None, StrOptions({"auto", "power"}),
                         HasMethods(["fit_transform"])],
         "random_state": ["random_state"],
@@ -166,7 +199,7 @@ def _warped(transform, y):
     prefer_skip_nested_validation=False,
 )
 def thompson_sampling(objective, bounds, *, model=None, n_iter=20, n_init=3, n_candidates=64,
-                      y_transform="auto", random_state=None, verbose=0):
+                      local_fraction=0.5, y_transform="auto", random_state=None, verbose=0):
     """Minimise a black-box ``objective`` by Thompson sampling on random candidate sets.
 
     Parameters
@@ -178,19 +211,30 @@ def thompson_sampling(objective, bounds, *, model=None, n_iter=20, n_init=3, n_c
     model : estimator, "random" or None, default=None
         A regressor with ``fit`` and ``sample_y``; ``None`` uses
         ``NDPRegressor(x_bounds=bounds)`` (the bounds fix the input map, so every iteration
-        conditions the same prior); ``"random"`` picks a uniformly random candidate.
+        conditions the same prior); ``"random"``: random search, a uniform candidate.
     n_iter : int, default=20
         Evaluations after the initial design.
     n_init : int, default=3
         Uniform random initial evaluations.
     n_candidates : int, default=64
-        Fresh uniform candidates per iteration, sampled jointly.
+        Fresh candidates per iteration, sampled jointly (see ``local_fraction``).
+    local_fraction : float in [0, 1), default=0.5
+        Share of the candidates drawn around the best point so far instead of uniformly
+        over the box (rounded; at least one candidate stays uniform): the best point plus
+        Gaussian noise whose scale per coordinate is the box's width times a factor drawn
+        log-uniformly between 0.01 and 0.2 for each candidate, clipped to the box. Uniform
+        candidates explore; local ones refine the best point, which a few dozen uniform
+        points in two or more dimensions rarely come close to. ``0``: uniform candidates
+        only, as in the paper.
     y_transform : {"auto", "power"}, transformer or None, default="auto"
         A monotone increasing transform the model is fitted to instead of the values
         (refitted to all values at every iteration; the candidate a sample ranks lowest is
         the same on either scale). ``"power"``: the values standardised, then the
-        Yeo-Johnson transform with standardisation (``make_pipeline(StandardScaler(),
-        PowerTransformer())``), so that the objective's units do not matter; a
+        Yeo-Johnson transform with its maximum-likelihood exponent capped at 1, then
+        standardised again (as ``make_pipeline(StandardScaler(), PowerTransformer())``
+        when the exponent is at most 1; an exponent above 1 would squeeze the lowest
+        values together, so the cap leaves such values as they are), so that the
+        objective's units do not matter; a
         transformer: any scikit-learn transformer that is monotone increasing (cloned,
         fitted on the values as one column); ``None``: the values as they are.
         ``"auto"``: ``"power"`` for an :class:`~skdiff.NDPRegressor` with a shipped prior
@@ -256,10 +300,16 @@ def thompson_sampling(objective, bounds, *, model=None, n_iter=20, n_init=3, n_c
 
     X = uniform(n_init, "n_init")
     y = evaluate(X)
+    # at least one uniform candidate, which random search picks
+    n_local = min(int(round(local_fraction * n_candidates)), n_candidates - 1)
     for it in range(n_iter):
         cand = uniform(n_candidates, "n_candidates")
+        if n_local:
+            scale = np.exp(rng.uniform(np.log(0.01), np.log(0.2), size=(n_local, 1)))
+            step = (b[:, 1] - b[:, 0]) * scale * rng.standard_normal((n_local, d))
+            cand[:n_local] = np.clip(X[np.argmin(y)] + step, b[:, 0], b[:, 1])
         if isinstance(model, str):
-            pick = 0
+            pick = n_local
         else:
             model.fit(X, _warped(transform, y))
             f = model.sample_y(cand, n_samples=1, random_state=rng.randint(2**31 - 1))
