@@ -16,7 +16,9 @@ al., 2008, with random parameters),
    candidates is lowest) with four models: the family prior
    (``NDPRegressor(prior=<the trained prior>)``), the shipped ``gp`` prior
    (``NDPRegressor(x_bounds=[(0, 1)])``), ``GaussianProcessRegressor`` (Matérn-5/2 refitted by
-   ML-II every iteration) and random search.
+   ML-II every iteration) and random search; with ``--local`` also the first three with half
+   the candidates drawn around the best point so far (``local_fraction=0.5``), as
+   ``<method>_local``.
 
 Printed: the simple regret (best value so far minus the member's minimum on a 4001-point
 grid) against iterations, mean ± standard error over the members; with ``--json``, every
@@ -114,6 +116,10 @@ def main(argv=None):
     p.add_argument("--n-seeds", type=int, default=20)
     p.add_argument("--n-iter", type=int, default=15)
     p.add_argument("--n-candidates", type=int, default=64)
+    p.add_argument("--local", action="store_true",
+                   help="also run every model but random search with half the candidates "
+                        "around the best point so far (local_fraction=0.5), as "
+                        "'<method>_local'")
     add_runtime_args(p)
     p.add_argument("--json", default=None)
     args = p.parse_args(argv)
@@ -126,6 +132,9 @@ def main(argv=None):
     models = {"random": lambda: "random", "gpr": lambda: bo_gpr(BOUNDS),
               "ndp": lambda: NDPRegressor(x_bounds=BOUNDS, n_samples=2),
               "ndp_family": lambda: NDPRegressor(prior=prior, n_samples=2)}
+    if args.local:
+        models.update({f"{name}_local": (models[name], {"local_fraction": 0.5})
+                       for name in ("gpr", "ndp", "ndp_family")})
     regrets, seconds, cpu_seconds = run_thompson(models, objectives, BOUNDS, args.n_iter,
                                                  args.n_candidates)
     print_regrets(regrets, [m for m in (0, 1, 2, 3, 5, 10, 15, 20, 30) if m <= args.n_iter])

@@ -149,11 +149,11 @@ def test_local_candidates_gather_around_the_best_point():
         # box-relative distance to the best point so far: the first 10 are local
         dist = np.abs(cand - best) / width
         assert dist[:10].mean() < 0.1 and dist[10:].mean() > 0.2
-    # local_fraction=0: uniform candidates only, as in the paper
+    # by default uniform candidates only, as in the paper
     _CandidateRecorder.candidates = []
     res = thompson_sampling(lambda X: (X[:, 0] - 7) ** 2 + X[:, 1] ** 2, bounds,
                             model=_CandidateRecorder(), n_iter=6, n_candidates=40,
-                            local_fraction=0.0, random_state=0)
+                            random_state=0)
     for k, cand in enumerate(_CandidateRecorder.candidates):
         best = res.X[np.argmin(res.y[:3 + k])]
         dist = np.abs(cand - best) / width

@@ -322,7 +322,7 @@ BO_SHORT = {"ndp_family": "NDP, family prior", "gpr": "GPR", "gpr_power": "GPR, 
 
 def _bo_prior(method):
     """(shipped prior, on the values as given?) of an ``ndp``, ``ndp_<prior>`` or
-    ``..._raw`` method; None for the other methods."""
+    ``..._raw`` method (without ``_local``); None for the other methods."""
     if method in BO_NAMES or not (method == "ndp" or method.startswith("ndp_")):
         return None
     name = method.removesuffix("_raw")
@@ -330,20 +330,26 @@ def _bo_prior(method):
 
 
 def _bo_name(method):
-    """The table label of a Bayesian-optimisation method."""
-    prior = _bo_prior(method)
+    """The table label of a Bayesian-optimisation method (``<method>_local``: half the
+    candidates around the best point so far)."""
+    base = method.removesuffix("_local")
+    where = ", half the candidates local" if base != method else ""
+    prior = _bo_prior(base)
     if prior is None:
-        return BO_NAMES.get(method, method)
+        name = BO_NAMES.get(base, base)
+        return name.replace(" (Thompson", where + " (Thompson") if where else name
     values = "the values as given" if prior[1] else "power-transformed values, the default"
-    return f"NDPRegressor, shipped {prior[0]} prior, on {values} (Thompson sampling)"
+    return f"NDPRegressor, shipped {prior[0]} prior, on {values}{where} (Thompson sampling)"
 
 
 def _bo_short(method):
     """The legend label of a Bayesian-optimisation method."""
-    prior = _bo_prior(method)
+    base = method.removesuffix("_local")
+    where = ", local" if base != method else ""
+    prior = _bo_prior(base)
     if prior is None:
-        return BO_SHORT.get(method, method)
-    return f"NDP, {prior[0]} prior" + (", values as given" if prior[1] else "")
+        return BO_SHORT.get(base, base) + where
+    return f"NDP, {prior[0]} prior" + (", values as given" if prior[1] else "") + where
 
 
 def _bayes_opt(doc):
@@ -597,18 +603,20 @@ CLAIMS = {
         "Bayesian optimisation, 3-D Hartmann", "Simple regret (best value found minus the "
         "global minimum -3.86278) after k evaluations that follow 3 uniform random points, "
         "mean ± standard error over seeds. Thompson sampling: one joint posterior sample on "
-        "64 fresh uniform candidates per iteration, evaluated where it is lowest. "
-        "NDPRegressor conditions a shipped 3-D prior on the evaluations so far (no "
-        "retraining; the features weighed by the ML-II lengthscales of the evaluations, "
-        "x_scaling='ard', the default): the marginalising gp prior, and the Matérn-5/2 "
-        "prior, whose lengthscale is fixed, on Yeo-Johnson power-transformed values "
-        "(thompson_sampling's y_transform='auto', the default), and the gp prior on the "
-        "values as given; GaussianProcessRegressor refits a Matérn-5/2 kernel by ML-II (2 "
+        "64 fresh uniform candidates per iteration, evaluated where it is lowest, as the "
+        "paper does (thompson_sampling's default); the methods marked 'half the "
+        "candidates local' draw 32 of them around the best point so far instead "
+        "(local_fraction=0.5). NDPRegressor conditions the "
+        "shipped 3-D gp prior, which marginalises the lengthscale, on the evaluations so "
+        "far (no retraining; the features weighed by the ML-II lengthscales of the "
+        "evaluations, x_scaling='ard', the default), on Yeo-Johnson power-transformed "
+        "values with the exponent capped at 1 (thompson_sampling's y_transform='auto', the "
+        "default); GaussianProcessRegressor refits a Matérn-5/2 kernel by ML-II (2 "
         "restarts) every iteration, on the values as given (its default) and on "
-        "power-transformed values; random search takes the first candidate.",
+        "power-transformed values; random search takes a uniform candidate.",
         "bayes_opt_hartmann.json",
-        "python benchmarks/bayes_opt_hartmann.py --priors gp matern52 --raw-priors gp "
-        "--n-seeds 20 --n-iter 30 --json benchmarks/results/bayes_opt_hartmann.json",
+        "python benchmarks/bayes_opt_hartmann.py --priors gp --n-seeds 20 "
+        "--local --n-iter 30 --json benchmarks/results/bayes_opt_hartmann.json",
         "the paper's Sec. 5.3 (Thompson sampling with NDP posterior samples).",
         "args: {n_iter, ...}, n_init, seconds_per_run: {method: s}, cpu_seconds_per_run: "
         "{method: s}, regret: {method: [[per evaluation] per seed]}", _bayes_opt,
@@ -617,15 +625,15 @@ CLAIMS = {
         "Bayesian optimisation, 2-D Branin", "The same protocol on the Branin function over "
         "its usual box [-5, 10] x [0, 15] (global minimum 0.397887, reached at three "
         "points): simple regret after k evaluations that follow 3 uniform random points, "
-        "mean ± standard error over seeds. NDPRegressor conditions the shipped 2-D gp and "
-        "Matérn-5/2 priors with the box as x_bounds (and the default ARD weighing), on "
-        "power-transformed values (the default) and, for the gp prior, on the values as "
-        "given; the GPR's Matérn-5/2 lengthscales start at 0.3 and are bounded by 0.01 and "
-        "10, times the box's side, on the values as given and on power-transformed values.",
+        "mean ± standard error over seeds. NDPRegressor conditions the shipped 2-D gp prior "
+        "with the box as x_bounds (and the default ARD weighing), on power-transformed "
+        "values (the default); the GPR's Matérn-5/2 lengthscales start at 0.3 and are "
+        "bounded by 0.01 and 10, times the box's side, on the values as given and on "
+        "power-transformed values; uniform candidates, and half of them local for the "
+        "methods that say so.",
         "bayes_opt_branin.json",
-        "python benchmarks/bayes_opt_hartmann.py --function branin --priors gp matern52 "
-        "--raw-priors gp --n-seeds 20 --n-iter 30 "
-        "--json benchmarks/results/bayes_opt_branin.json",
+        "python benchmarks/bayes_opt_hartmann.py --function branin --priors gp --local "
+        "--n-seeds 20 --n-iter 30 --json benchmarks/results/bayes_opt_branin.json",
         "the protocol of the paper's Sec. 5.3, on a 2-D function.",
         "args: {function, n_iter, ...}, n_init, seconds_per_run: {method: s}, "
         "cpu_seconds_per_run: {method: s}, regret: {method: [[per evaluation] per seed]}",
@@ -637,13 +645,14 @@ CLAIMS = {
         "members (train_prior with functions, 64 points each, 3,000 steps) conditions on "
         "new members, one per seed, never seen in training; the same Thompson sampling as "
         "above (3 uniform random points, one joint sample on 64 fresh candidates per "
-        "iteration), beside the shipped gp prior (on power-transformed values, "
+        "iteration; with 'half the candidates local', 32 of them around the best point so "
+        "far), beside the shipped gp prior (on power-transformed values, "
         "thompson_sampling's default for it; the family prior takes the values as given, in "
         "its family's units), GaussianProcessRegressor (Matérn-5/2, ML-II every iteration) "
         "and random search. Simple regret against each member's "
         "minimum on a 4,001-point grid.",
         "bayes_opt_family.json",
-        "python benchmarks/bayes_opt_family.py --work-dir PATH --threads 1 "
+        "python benchmarks/bayes_opt_family.py --work-dir PATH --local --threads 1 "
         "--json benchmarks/results/bayes_opt_family.json",
         "beyond the paper: its priors are GP draws only.",
         "args: {...}, n_init, prior: {name, steps, final_loss, config, ...}, seconds_per_run: "
