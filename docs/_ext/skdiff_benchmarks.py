@@ -615,8 +615,8 @@ CLAIMS = {
         "restarts) every iteration, on the values as given (its default) and on "
         "power-transformed values; random search takes a uniform candidate.",
         "bayes_opt_hartmann.json",
-        "python benchmarks/bayes_opt_hartmann.py --priors gp --n-seeds 20 "
-        "--local --n-iter 30 --json benchmarks/results/bayes_opt_hartmann.json",
+        "python benchmarks/bayes_opt_hartmann.py --priors gp --local --n-seeds 20 "
+        "--n-iter 30 --json benchmarks/results/bayes_opt_hartmann.json",
         "the paper's Sec. 5.3 (Thompson sampling with NDP posterior samples).",
         "args: {n_iter, ...}, n_init, seconds_per_run: {method: s}, cpu_seconds_per_run: "
         "{method: s}, regret: {method: [[per evaluation] per seed]}", _bayes_opt,
