@@ -2,20 +2,21 @@
 
 The paper's experiment (Dutordoir et al., 2023, Sec. 5.3): at every iteration, draw one joint
 sample of the objective on a random candidate set from the model's posterior given the
-evaluations so far, and evaluate the objective where that sample is lowest. The paper draws
-the candidates uniformly over the box, and so does this function by default;
-``local_fraction`` draws a share of them around the best point so far, as trust-region and
-local-search Thompson samplers do (TuRBO, BoTorch's perturbed candidates): in more than one
-dimension a few dozen uniform points rarely fall close enough to a minimum to refine it.
-That helps a model that resolves small differences near the best point, such as a GP with
-its own fitted noise; an NDP prior's fixed noise hides them, and there local candidates
-mostly take evaluations away from exploring. With an
+evaluations so far, and evaluate the objective where that sample is lowest. With an
 :class:`~skdiff.NDPRegressor` the prior network is pretrained, so "refitting" at each iteration
 only stores the new context: there is no retraining between iterations.
 
 Any regressor with ``sample_y(X, n_samples, random_state)`` works as the model, e.g.
 ``sklearn.gaussian_process.GaussianProcessRegressor`` (which refits its kernel by ML-II each
 iteration); ``model="random"`` gives random search (one of the uniform candidates).
+
+The paper draws the candidates uniformly over the box, and so does this function by default.
+``local_fraction`` draws a share of them around the best point so far, as trust-region and
+local-search Thompson samplers do (TuRBO, BoTorch's perturbed candidates): in more than one
+dimension a few dozen uniform points rarely fall close enough to a minimum to refine it.
+That helps a model that resolves small differences near the best point, such as a GP with
+its own fitted noise; an NDP prior's fixed noise hides them, and there local candidates
+mostly take evaluations away from exploring.
 
 The values can be warped by a monotone transform before every fit (``y_transform``): the
 lowest point of a sample is the same on either scale, so nothing is transformed back. A
