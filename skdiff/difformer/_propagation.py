@@ -41,6 +41,13 @@ NETWORK_WEIGHTS = (1.0, 0.5, 0.2, 0.0)
 AUTO_MAX_NODES = 1_000_000
 
 
+def _fold_assignments(n_seed, random_state):
+    """The fold (0 to ``N_FOLDS - 1``) of each of ``n_seed`` labelled nodes, for one random
+    shuffle, or ``N_REPEATS`` shuffles below ``FEW_LABELS`` nodes."""
+    return [random_state.permutation(n_seed) % N_FOLDS
+            for _ in range(N_REPEATS if n_seed < FEW_LABELS else 1)]
+
+
 def normalized_adjacency(adjacency, self_loops=False):
     """``D^-1/2 A D^-1/2``, float32 CSR (isolated nodes: zero rows); the diagonal is
     dropped unless ``self_loops``."""
@@ -120,8 +127,7 @@ class LabelSmoother:
             return self.beta
         P = np.asarray(proba, dtype=np.float32)
         weights = np.asarray(NETWORK_WEIGHTS, dtype=np.float32)
-        folds = [random_state.permutation(n_seed) % N_FOLDS
-                 for _ in range(N_REPEATS if n_seed < FEW_LABELS else 1)]
+        folds = _fold_assignments(n_seed, random_state)
         hits = np.zeros(weights.size)
         for fold in folds:
             for f in range(N_FOLDS):  # the folds' clamped nodes differ; the weights share a pass
@@ -185,8 +191,7 @@ class ValueSmoother:
         if n_seed < 2 * N_FOLDS:
             return False, float("nan"), float("nan")
         err = np.zeros(2)
-        folds = [random_state.permutation(n_seed) % N_FOLDS
-                 for _ in range(N_REPEATS if n_seed < FEW_LABELS else 1)]
+        folds = _fold_assignments(n_seed, random_state)
         for fold in folds:
             # one propagation for all folds: fold f's centred values and its indicator in
             # columns f*(k+1):(f+1)*(k+1)
