@@ -19,7 +19,7 @@ import warnings
 
 import numpy as np
 import scipy.sparse as sp
-from sklearn.base import clone
+from sklearn.base import clone, is_regressor
 from sklearn.ensemble import HistGradientBoostingClassifier, HistGradientBoostingRegressor
 from sklearn.exceptions import ConvergenceWarning
 from sklearn.gaussian_process import GaussianProcessRegressor
@@ -86,6 +86,16 @@ def _transduced(est, X, scored, adjacency=None):
     return np.asarray(est.predict(X[scored]))
 
 
+def _coverage95(est, y, X, rows=slice(None), **predict_params):
+    """For a regressor: the share of ``y`` inside the 95 % intervals (mean +- 1.96 std) of
+    ``predict(X, return_std=True)`` at ``rows``; ``{}`` for a classifier."""
+    if not is_regressor(est):
+        return {}
+    mean, std = (np.asarray(a)[rows] for a in est.predict(X, return_std=True,
+                                                             **predict_params))
+    return {"coverage95": float(np.mean(np.abs(np.asarray(y) - mean) <= 1.959964 * std))}
+
+
 # -- the skdiff calls ------------------------------------------------------------------------
 def skdiff_semi(Est, d, metric, *, scaled_variant=True):
     """``Est(random_state=0).fit(X, y_fit)`` on all rows, scored on the unlabelled ones; the
@@ -94,7 +104,7 @@ def skdiff_semi(Est, d, metric, *, scaled_variant=True):
     with _Clock() as c:
         est = Est(random_state=0).fit(d.X, d.y_fit)
     score = metric(d.y[d.scored], _transduced(est, d.X, d.scored))
-    extra = {"epochs": _epochs(est)}
+    extra = {"epochs": _epochs(est), **_coverage95(est, d.y[d.scored], d.X[d.scored])}
     if scaled_variant:
         with _Clock() as c2:
             pipe = make_pipeline(StandardScaler(), Est(random_state=0)).fit(d.X, d.y_fit)
@@ -110,7 +120,7 @@ def skdiff_full(Est, d, metric, *, scaled_variant=True):
     with _Clock() as c:
         est = Est(random_state=0).fit(d.X_train, d.y_train)
     score = metric(d.y_test, est.predict(d.X_test))
-    extra = {"epochs": _epochs(est)}
+    extra = {"epochs": _epochs(est), **_coverage95(est, d.y_test, d.X_test)}
     if scaled_variant:
         with _Clock() as c2:
             pipe = make_pipeline(StandardScaler(), Est(random_state=0)).fit(d.X_train,
@@ -126,7 +136,8 @@ def skdiff_graph(Est, d, metric):
     with _Clock() as c:
         est = Est(random_state=0).fit(d.X, d.y_fit, adjacency=d.A)
     score = metric(d.y[d.scored], _transduced(est, d.X, d.scored, adjacency=d.A))
-    return _result(score, c.s, t0, epochs=_epochs(est))
+    return _result(score, c.s, t0, epochs=_epochs(est),
+                   **_coverage95(est, d.y[d.scored], d.X, d.scored, adjacency=d.A))
 
 
 def skdiff_sequences(Est, d, metric):

@@ -6,6 +6,12 @@ scores on labelled rows. :class:`RegressorTask` standardises ``y`` (NaN rows are
 where the family allows it), trains with a per-row weighted squared error, predicts in the
 original units with an optional standard deviation, and scores R² on labelled rows. Both map
 raw network outputs to predictions and to Monte Carlo samples (sample axis last).
+
+A regressor with an ``uncertainty`` parameter set to ``"gaussian"`` gets a Gaussian head from
+:class:`RegressorTask`: the network's outputs are a mean and a raw variance per output
+(:class:`~skdiff.nn.losses.GaussianNLL`), ``predict(return_std=True)`` and
+``sample_posterior`` use that Gaussian, and its standard deviation is calibrated on the
+early-stopping validation rows (:meth:`RegressorTask._calibrate_std`).
 """
 
 from __future__ import annotations
@@ -23,7 +29,7 @@ from sklearn.utils.multiclass import check_classification_targets
 from ._base import EstimatorBase, check_is_fitted
 from ._checks import fit_scale, split_unlabelled, warn_if_marker_looks_like_a_class
 from ._docs import fill_doc
-from .nn.losses import WeightedCrossEntropy, WeightedMSE
+from .nn.losses import GaussianNLL, WeightedCrossEntropy, WeightedMSE, gaussian_variance
 
 __all__ = ["ClassifierTask", "RegressorTask"]
 
@@ -194,6 +200,13 @@ def _score_weights(pred, y, sample_weight):
     return w
 
 
+#: Standard normal quantile of 0.95: half-width of a central 90 % interval in stds.
+_Z90 = 1.6448536269514722
+
+#: Fewest validation rows the Gaussian head's standard deviation is calibrated on.
+MIN_CALIBRATION_ROWS = 20
+
+
 class RegressorTask(RegressorMixin, EstimatorBase):
     """Target scaling, loss and predictions of the regressors (see the module docstring)."""
 
@@ -253,8 +266,64 @@ class RegressorTask(RegressorMixin, EstimatorBase):
         z = (y2 - self.y_mean_) / self.y_scale_
         return z.astype(np.float32), labelled, None, weights
 
+    # -- the Gaussian head (``uncertainty="gaussian"``) -----------------------------------
+    @property
+    def _gaussian(self):
+        """Whether the head predicts a Gaussian (mean, variance) per output."""
+        return getattr(self, "uncertainty", None) == "gaussian"
+
+    def _n_network_outputs(self):
+        return self.n_outputs_ * (2 if self._gaussian else 1)
+
+    def _n_variance_outputs(self):
+        """Head outputs that are raw variances (fed detached features); 0 without a
+        Gaussian head."""
+        return self.n_outputs_ if self._gaussian else 0
+
+    #: ``mean_weight`` of the Gaussian head's :class:`~skdiff.nn.losses.GaussianNLL`.
+    _gaussian_mean_weight = 0.5
+
     def _criterion(self):
+        if self._gaussian:
+            return GaussianNLL, {"mean_weight": self._gaussian_mean_weight}
         return WeightedMSE, {}
+
+    def _gaussian_moments(self, raw, calibrated=True):
+        """Standardised (mean, std) of raw Gaussian-head outputs (rows, 2 n_outputs); the
+        std times ``std_scale_`` when ``calibrated``. A raw variance of ``-inf`` marks a
+        known value (std 0)."""
+        k = self.n_outputs_
+        raw_var = raw[:, k:]
+        var = np.where(np.isneginf(raw_var), 0.0,
+                       gaussian_variance(torch.as_tensor(raw_var)).numpy())
+        scale = self.std_scale_ if calibrated else 1.0
+        return raw[:, :k], np.sqrt(var) * scale
+
+    def _calibrate_std(self, outputs, targets):
+        """Fit ``std_scale_`` on the held-out validation rows: ``outputs()`` returns their raw
+        outputs, ``targets`` holds their standardised targets. One factor per output such
+        that the central 90 % interval covers 90 % of the rows (ones without a Gaussian head
+        or with fewer than ``MIN_CALIBRATION_ROWS`` rows, when ``outputs`` is not called).
+        The variance is fitted to the training rows, whose errors are smaller than those of
+        rows the network has not seen; the factor corrects that."""
+        self.std_scale_ = np.ones(self.n_outputs_)
+        if not self._gaussian or len(targets) < MIN_CALIBRATION_ROWS:
+            return
+        with self._inference():
+            raw = np.asarray(outputs(), dtype=np.float64)
+        mean, std = self._gaussian_moments(raw, calibrated=False)
+        z = np.abs(np.asarray(targets, dtype=np.float64).reshape(len(mean), -1) - mean) / std
+        self.std_scale_ = np.quantile(z, 0.9, axis=0) / _Z90
+
+    def _draw_samples(self, inputs, n_samples, seed):
+        """Gaussian head: draws from the predicted Gaussian of each row and output
+        (independent across them); otherwise forward passes with dropout active."""
+        if not self._gaussian:
+            return super()._draw_samples(inputs, n_samples, seed)
+        with self._inference():
+            mean, std = self._gaussian_moments(self._outputs(inputs))
+        noise = np.random.RandomState(seed).standard_normal(mean.shape + (n_samples,))
+        return self._unscale(mean[..., None] + std[..., None] * noise)
 
     def _unscale(self, z, axis=1):
         """Standardised outputs -> the units of ``y``; the output axis is ``axis``."""
@@ -272,8 +341,12 @@ class RegressorTask(RegressorMixin, EstimatorBase):
         return self._from_outputs(raw)
 
     def _predictive_std(self, inputs):
-        """Standardised predictive std (rows, outputs): the spread of Monte Carlo dropout
-        draws, seeded by the fit seed so ``predict`` is deterministic."""
+        """Standardised predictive std (rows, outputs): the Gaussian head's calibrated std,
+        or the spread of Monte Carlo dropout draws, seeded by the fit seed so ``predict`` is
+        deterministic."""
+        if self._gaussian:
+            with self._inference():
+                return self._gaussian_moments(self._outputs(inputs))[1]
         raw = self._mc_outputs(inputs, self._n_std_samples, self.seed_)
         return raw[:, :self.n_outputs_].std(axis=-1)
 

@@ -471,5 +471,5 @@ def streamed_forward(module, inputs, chunk, summaries=False):
                 conv, graph_rows(inputs.adjacency, dinv, a, b, Z.device), Z, z)
             Z_next[a:b] = module._step(i, z, conv._combine(attn, graph))
         Z = Z_next
-    logits = torch.cat([module.fc_out(Z[a:b]) for a, b in spans])
+    logits = torch.cat([module.head(Z[a:b]) for a, b in spans])
     return logits, (out_summaries if summaries else [])

@@ -28,7 +28,6 @@ from .._graph import check_adjacency
 from .._tasks import ClassifierTask, RegressorTask
 from ..nn.flowformer import Flowformer
 from ..nn.graph import edge_index_from_scipy, normalized_adjacency
-from ..nn.losses import GaussianNLL, gaussian_variance
 from ._data import check_ragged, logistic_skip, ridge_skip
 
 __all__ = ["FlowformerClassifier", "FlowformerRegressor"]
@@ -36,8 +35,6 @@ __all__ = ["FlowformerClassifier", "FlowformerRegressor"]
 # float64 inference copies of fitted networks, keyed by the network (see _module64)
 _MODULE64 = weakref.WeakKeyDictionary()
 
-#: z-value of the central 90 % interval of a standard normal
-_Z90 = 1.6448536269514722
 #: Most training rows the classifier's logistic start is fitted on.
 LOGISTIC_START_ROWS = 10_000
 
@@ -493,19 +490,6 @@ class FlowformerRegressor(RegressorTask, _FlowformerBase):
                  callbacks=None):
         self._init_params(locals())
 
-    @property
-    def _gaussian(self):
-        return self.uncertainty == "gaussian"
-
-    def _n_network_outputs(self):
-        return self.n_outputs_ * (2 if self._gaussian else 1)
-
-    def _n_variance_outputs(self):
-        return self.n_outputs_ if self._gaussian else 0
-
-    def _criterion(self):
-        return (GaussianNLL, {}) if self._gaussian else super()._criterion()
-
     def _extra_callbacks(self, train_ds, valid_ds):
         """With the fixed ridge skip and the Gaussian head the network starts at the
         validated ridge forecast with the ridge's residual variance (the encoder's head adds
@@ -539,16 +523,7 @@ class FlowformerRegressor(RegressorTask, _FlowformerBase):
 
     def _finish_fit(self, data, train, valid):
         self._keep_better_forecast(data, valid)
-        # Recalibrate the Gaussian head's std on the held-out validation rows: one factor per
-        # output so that the central 90 % interval covers 90 % of them (1.0 without them).
-        self.std_scale_ = np.ones(self.n_outputs_)
-        if not self._gaussian or len(valid) < 20:
-            return
-        with self._inference():
-            raw = self._outputs(data.X[valid])
-        mean, std = self._gaussian_moments(raw, calibrated=False)
-        z = np.abs(data.targets[valid] - mean) / std
-        self.std_scale_ = np.quantile(z, 0.9, axis=0) / _Z90
+        self._calibrate_std(lambda: self._outputs(data.X[valid]), data.targets[valid])
 
     def _keep_better_forecast(self, data, valid):
         """Use the encoder's correction only where it forecasts the validation rows better.
@@ -592,28 +567,6 @@ class FlowformerRegressor(RegressorTask, _FlowformerBase):
             return
         with torch.no_grad():
             head.weight[:k], head.bias[:k] = saved
-
-    def _gaussian_moments(self, raw, calibrated=True):
-        k = self.n_outputs_
-        var = gaussian_variance(torch.as_tensor(raw[:, k:])).numpy()
-        scale = self.std_scale_ if calibrated else 1.0
-        return raw[:, :k], np.sqrt(var) * scale
-
-    def _predictive_std(self, Xs):
-        if not self._gaussian:
-            return super()._predictive_std(Xs)
-        with self._inference():
-            return self._gaussian_moments(self._outputs(Xs))[1]
-
-    def _draw_samples(self, Xs, n_samples, seed):
-        """Gaussian head: draws from the predicted Gaussian of each output (independent
-        across outputs); ``"mc_dropout"``: forward passes with dropout active."""
-        if not self._gaussian:
-            return super()._draw_samples(Xs, n_samples, seed)
-        with self._inference():
-            mean, std = self._gaussian_moments(self._outputs(Xs))
-        noise = np.random.RandomState(seed).standard_normal(mean.shape + (n_samples,))
-        return self._unscale(mean[..., None] + std[..., None] * noise)
 
     def partial_fit(self, X, y, adjacency=None, *, sample_weight=None):
         """Train one more epoch, starting from the current weights (or from scratch if unfitted).

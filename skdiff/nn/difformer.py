@@ -16,6 +16,7 @@ adjacency is given. See :mod:`skdiff.nn.diffusion_attention` for the attention k
 from __future__ import annotations
 
 import torch
+import torch.nn.functional as F
 from torch import nn
 from torch.utils.checkpoint import checkpoint
 
@@ -47,6 +48,10 @@ class DIFFormer(nn.Module):
         Under autograd, recompute each layer in the backward pass instead of storing its
         intermediates (gradient checkpointing; the dropout RNG state is replayed, so results
         are identical). Several times less training memory for ~30 % more time.
+    n_detached_outputs : int, default=0
+        The last ``n_detached_outputs`` outputs (e.g. the variance half of a Gaussian head)
+        read the final hidden state through ``detach()``: their loss trains the output
+        layer, not the layers below it.
 
     Notes
     -----
@@ -55,9 +60,14 @@ class DIFFormer(nn.Module):
 
     def __init__(self, in_dim, out_dim, *, hidden_dim=64, n_layers=2, n_heads=1, alpha=0.5,
                  dropout=0.2, kernel="simple", qk_norm="global", value_projection=False,
-                 graph_weight=None, scope="all", block_size=1024, checkpoint_layers=False):
+                 graph_weight=None, scope="all", block_size=1024, checkpoint_layers=False,
+                 n_detached_outputs=0):
         super().__init__()
+        if not 0 <= n_detached_outputs <= out_dim:
+            raise ValueError(f"n_detached_outputs must be in [0, {out_dim}]; got "
+                             f"{n_detached_outputs}.")
         self.in_dim, self.out_dim = in_dim, out_dim
+        self.n_detached_outputs = n_detached_outputs
         self.alpha = alpha
         self.checkpoint_layers = checkpoint_layers
         self.fc_in = nn.Linear(in_dim, hidden_dim)
@@ -96,6 +106,16 @@ class DIFFormer(nn.Module):
     def _layer(self, i, z, adj):
         return self._step(i, z, self.convs[i](z, adj))
 
+    def head(self, z):
+        """Outputs (n, out_dim) of final hidden states ``z`` (n, hidden_dim): ``fc_out``,
+        its last ``n_detached_outputs`` rows applied to ``z.detach()``."""
+        if not self.n_detached_outputs:
+            return self.fc_out(z)
+        k = self.out_dim - self.n_detached_outputs
+        w, b = self.fc_out.weight, self.fc_out.bias
+        return torch.cat([F.linear(z, w[:k], b[:k]), F.linear(z.detach(), w[k:], b[k:])],
+                         dim=-1)
+
     def forward(self, x, adj=None):
         """Joint (transductive) forward over the rows of ``x``; ``adj`` normalised or None."""
         ckpt = self.checkpoint_layers and torch.is_grad_enabled()
@@ -104,7 +124,7 @@ class DIFFormer(nn.Module):
         for i in range(len(self.convs)):
             z = checkpoint(self._layer, i, z, adj, use_reentrant=False) if ckpt else \
                 self._layer(i, z, adj)
-        return self.fc_out(z)
+        return self.head(z)
 
     @torch.no_grad()
     def summaries(self, x, adj=None):
@@ -155,7 +175,7 @@ class DIFFormer(nn.Module):
         z = self._input(x)
         for i, conv in enumerate(self.convs):
             z = self._step(i, z, conv.forward_inductive(z, summaries[i], graph=graph))
-        return self.fc_out(z)
+        return self.head(z)
 
     @torch.no_grad()
     def attention_graph(self, x, adj=None, *, layer=-1, k=10, block_size=1024):

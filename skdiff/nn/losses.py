@@ -60,20 +60,31 @@ class GaussianNLL(nn.Module):
     The mean is trained by squared error and the variance, :math:`\mathrm{softplus}(r) +
     10^{-6}`, by the Gaussian negative log-likelihood around the *detached* mean:
 
-    .. math:: \ell = \tfrac12\Big[\overline{(y - \mu)^2} + \overline{\log\sigma^2 +
-        \mathrm{sg}[(y - \mu)^2]/\sigma^2}\Big]
+    .. math:: \ell = m\,\overline{(y - \mu)^2} + \tfrac12\,\overline{\log\sigma^2 +
+        \mathrm{sg}[(y - \mu)^2]/\sigma^2}
 
-    (bars: means over the outputs). Plain NLL lets the variance's gradient reach the mean,
-    and the loss falls by widening the variance instead of fitting the mean (Seitzer et al.,
-    ICLR 2022); the network feeds the variance half detached features as well.
+    (bars: means over the outputs; :math:`m` is ``mean_weight``, 0.5 by default, the Gaussian
+    NLL's own weight; with 1 the mean's gradient is exactly that of :class:`WeightedMSE`, so
+    an L2 ``weight_decay`` regularises the mean as much as without the variance half).
+    Plain NLL lets the variance's gradient reach the mean, and the loss falls by widening
+    the variance instead of fitting the mean (Seitzer et al., ICLR 2022); the network feeds
+    the variance half detached features as well. Rows whose target is NaN (unlabelled) get
+    weight 0 whatever ``w`` says.
     """
+
+    def __init__(self, mean_weight=0.5):
+        super().__init__()
+        self.mean_weight = mean_weight
 
     def forward(self, pred, target):
         y, w = target["y"], target["w"].to(pred.dtype)
+        labelled = ~torch.isnan(y).any(dim=-1)
+        w = torch.where(labelled, w, torch.zeros_like(w))
         k = y.shape[-1]
         mean, var = pred[..., :k], gaussian_variance(pred[..., k:])
-        sq = (y - mean) ** 2
-        per_row = 0.5 * (sq.mean(-1) + (torch.log(var) + sq.detach() / var).mean(-1))
+        sq = (torch.nan_to_num(y) - mean) ** 2
+        per_row = (self.mean_weight * sq.mean(-1)
+                   + 0.5 * (torch.log(var) + sq.detach() / var).mean(-1))
         return _weighted_mean(per_row, w)
 
 

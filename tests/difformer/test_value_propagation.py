@@ -125,13 +125,15 @@ def test_smoothing_equals_the_dense_fixed_point():
     np.testing.assert_allclose(one, want[:, 0], atol=1e-5)
 
 
-def test_graph_mode_predictions_std_and_samples_propagate(homophilous):
+@pytest.mark.parametrize("uncertainty", ["gaussian", "mc_dropout"])
+def test_graph_mode_predictions_std_and_samples_propagate(homophilous, uncertainty):
     X, y, A, y_fit = homophilous
     g = Graph(X, A)
     train = np.flatnonzero(~np.isnan(y_fit))
-    reg = DIFFormerRegressor(**FAST, label_propagation=True).fit(train[:, None], y[train],
-                                                                 graph=g)
-    plain = DIFFormerRegressor(**FAST).fit(train[:, None], y[train], graph=g)
+    reg = DIFFormerRegressor(**FAST, label_propagation=True, uncertainty=uncertainty).fit(
+        train[:, None], y[train], graph=g)
+    plain = DIFFormerRegressor(**FAST, uncertainty=uncertainty).fit(train[:, None], y[train],
+                                                                    graph=g)
     assert reg.label_propagation_ and not plain.label_propagation_
     rest = np.setdiff1d(np.arange(600), train)
     pred, std = reg.predict(rest[:, None], return_std=True)
@@ -141,7 +143,8 @@ def test_graph_mode_predictions_std_and_samples_propagate(homophilous):
     smoothed = ValueSmoother(A, train, (y[train] - reg.y_mean_) / reg.y_scale_, 0.5).smooth(z)
     np.testing.assert_allclose(reg.transduction_, smoothed * reg.y_scale_ + reg.y_mean_,
                                rtol=1e-4, atol=1e-4)
-    # Monte Carlo passes propagate too: the labelled nodes are clamped in every pass
+    # the labelled nodes' values are known: std 0 and every sample equal to the value (the
+    # Gaussian head's variance there is zero; Monte Carlo passes clamp them in every pass)
     _, std_train = reg.predict(train[:5, None], return_std=True)
     np.testing.assert_allclose(std_train, 0.0, atol=1e-5)
     assert np.all(std > 0)
