@@ -78,7 +78,9 @@ def _notes(row):
     if "in_scaler_pipeline" in extra:
         scaled = _num(extra["in_scaler_pipeline"], row["metric"])
         out.append(f"in a StandardScaler pipeline {scaled}")
-    if "coverage95" in extra:
+    if "coverage95" in extra and "median_mse" not in extra:  # a regressor's return_std
+        out.append(f"95 % intervals cover {extra['coverage95']:.2f}")
+    elif "coverage95" in extra:
         base = row["baselines"].get(row.get("best_baseline"), {}).get("extra", {})
         out.append(f"95 % coverage {extra['coverage95']:.2f} (GPR {base.get('coverage95', 0):.2f})")
         out.append(f"median MSE {extra['median_mse']:.3g} (GPR {base.get('median_mse', 0):.3g})")

@@ -288,16 +288,21 @@ class RegressorTask(RegressorMixin, EstimatorBase):
             return GaussianNLL, {"mean_weight": self._gaussian_mean_weight}
         return WeightedMSE, {}
 
+    #: Whether the Gaussian head's predictive distribution also carries the uncertainty of
+    #: the weights: the head's Gaussians under Monte Carlo dropout (see
+    #: :meth:`_predictive_std`).
+    _gaussian_mc = False
+
     def _gaussian_moments(self, raw, calibrated=True):
-        """Standardised (mean, std) of raw Gaussian-head outputs (rows, 2 n_outputs); the
-        std times ``std_scale_`` when ``calibrated``. A raw variance of ``-inf`` marks a
-        known value (std 0)."""
+        """Standardised (mean, std) of raw Gaussian-head outputs (rows, 2 n_outputs[,
+        passes]); the std times ``std_scale_`` when ``calibrated``. A raw variance of ``-inf``
+        marks a known value (std 0)."""
         k = self.n_outputs_
         raw_var = raw[:, k:]
         var = np.where(np.isneginf(raw_var), 0.0,
                        gaussian_variance(torch.as_tensor(raw_var)).numpy())
-        scale = self.std_scale_ if calibrated else 1.0
-        return raw[:, :k], np.sqrt(var) * scale
+        scale = self.std_scale_ if calibrated else np.ones(k)
+        return raw[:, :k], np.sqrt(var) * scale.reshape((k,) + (1,) * (raw.ndim - 2))
 
     def _calibrate_std(self, outputs, targets):
         """Fit ``std_scale_`` on the held-out validation rows: ``outputs()`` returns their raw
@@ -316,14 +321,20 @@ class RegressorTask(RegressorMixin, EstimatorBase):
         self.std_scale_ = np.quantile(z, 0.9, axis=0) / _Z90
 
     def _draw_samples(self, inputs, n_samples, seed):
-        """Gaussian head: draws from the predicted Gaussian of each row and output
-        (independent across them); otherwise forward passes with dropout active."""
+        """Gaussian head: draws from the predicted Gaussian of each row and output (with
+        ``_gaussian_mc``, each from the Gaussians of its own Monte Carlo dropout pass);
+        otherwise forward passes with dropout active."""
         if not self._gaussian:
             return super()._draw_samples(inputs, n_samples, seed)
-        with self._inference():
-            mean, std = self._gaussian_moments(self._outputs(inputs))
-        noise = np.random.RandomState(seed).standard_normal(mean.shape + (n_samples,))
-        return self._unscale(mean[..., None] + std[..., None] * noise)
+        if self._gaussian_mc:
+            mean, std = self._gaussian_moments(self._mc_outputs(inputs, n_samples, seed))
+        else:
+            with self._inference():
+                mean, std = (a[..., None] for a in self._gaussian_moments(
+                    self._outputs(inputs)))
+        noise = np.random.RandomState(seed).standard_normal(
+            mean.shape[:-1] + (n_samples,))
+        return self._unscale(mean + std * noise)
 
     def _unscale(self, z, axis=1):
         """Standardised outputs -> the units of ``y``; the output axis is ``axis``."""
@@ -344,6 +355,12 @@ class RegressorTask(RegressorMixin, EstimatorBase):
         """Standardised predictive std (rows, outputs): the Gaussian head's calibrated std,
         or the spread of Monte Carlo dropout draws, seeded by the fit seed so ``predict`` is
         deterministic."""
+        if self._gaussian and self._gaussian_mc:
+            # law of total variance over the passes: the mean of the head's variances plus
+            # the variance of its means (Kendall and Gal, NeurIPS 2017)
+            mean, std = self._gaussian_moments(
+                self._mc_outputs(inputs, self._n_std_samples, self.seed_))
+            return np.sqrt((std ** 2).mean(-1) + mean.var(-1))
         if self._gaussian:
             with self._inference():
                 return self._gaussian_moments(self._outputs(inputs))[1]

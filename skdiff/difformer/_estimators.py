@@ -897,7 +897,7 @@ class DIFFormerRegressor(RegressorTask, _DIFFormerBase):
     they take part in the attention but not in the loss (the regression analogue of the
     classifier's ``-1``). By default the head predicts a Gaussian per row and output (a mean
     and a variance), and ``predict(return_std=True)`` and :meth:`sample_posterior` use it
-    (``uncertainty``).
+    under Monte Carlo dropout (``uncertainty``).
 
     Early stopping holds out a random ``validation_fraction`` of the labelled rows (they stay
     in the attention, unlabelled), or the rows of ``fit(..., validation_mask=...)``, and keeps
@@ -937,14 +937,19 @@ class DIFFormerRegressor(RegressorTask, _DIFFormerBase):
         trained by the same squared error as with ``"mc_dropout"`` and the variance by the
         Gaussian negative log-likelihood around it, on the detached final hidden state
         (:class:`~skdiff.nn.losses.GaussianNLL`), so the variance learns the size of the
-        errors, noise included, without slowing the fit of the mean. Samples are independent
-        draws from each row's Gaussian. With validation rows (``early_stopping``; at least
-        20) the standard deviation of each output is rescaled so that 90 % intervals cover
-        90 % of them (``std_scale_``). With label propagation the labelled nodes' values are
-        known: their standard deviation is 0. ``"mc_dropout"``: samples are forward passes
-        with dropout active (correlated across rows, but epistemic only: on held-out rows of
-        the tabular sets of ``benchmarks/defaults.py`` their 95 % intervals covered 45-70 %
-        of the targets, the Gaussian head's 83-95 %).
+        errors, noise included, without slowing the fit of the mean. The predictive
+        distribution is that Gaussian under Monte Carlo dropout (Kendall and Gal, NeurIPS
+        2017): a sample draws from the Gaussian of one pass with dropout active, and the
+        returned variance is the passes' mean variance plus the variance of their means
+        (30 passes, seeded by the fit). The second term is what the network does not know:
+        with few labelled rows the variance fitted to them understates the errors
+        elsewhere. With validation rows (``early_stopping``; at least 20) the head's
+        standard deviation of each output is first rescaled so that its 90 % intervals
+        cover 90 % of them (``std_scale_``). With label propagation the labelled nodes'
+        values are known: their standard deviation is 0. ``"mc_dropout"``: samples are
+        forward passes with dropout active, the spread of their means only (it leaves out
+        the noise of ``y``: 95 % intervals that cover far fewer than 95 % of the targets,
+        see ``benchmarks/regression_uncertainty.py``).
     %(training_parameters)s
 
     Attributes
@@ -998,6 +1003,10 @@ class DIFFormerRegressor(RegressorTask, _DIFFormerBase):
     # the mean trained by exactly the squared error of uncertainty="mc_dropout", so that
     # weight_decay regularises it as much
     _gaussian_mean_weight = 1.0
+    # the Gaussian head under Monte Carlo dropout: with few labelled rows the variance fitted
+    # to them understates the errors elsewhere, and the spread of the passes adds what the
+    # network does not know there
+    _gaussian_mc = True
 
     def __init__(self, *, feature_scaling="auto", kernel="simple", qk_norm="global", n_layers=4,
                  hidden_dim=64, n_heads=1, alpha=0.5, dropout=0.2, graph_weight=None,
@@ -1078,9 +1087,10 @@ class DIFFormerRegressor(RegressorTask, _DIFFormerBase):
         ----------
         %(predict_inputs)s
         return_std : bool, default=False
-            Also return the predictive standard deviation: the Gaussian head's (calibrated)
-            standard deviation, or with ``uncertainty="mc_dropout"`` the spread of 30 Monte
-            Carlo dropout passes, seeded by the fit (so ``predict`` is deterministic).
+            Also return the predictive standard deviation over 30 Monte Carlo dropout
+            passes, seeded by the fit (so ``predict`` is deterministic): with the Gaussian
+            head their mean variance plus the variance of their means, with
+            ``uncertainty="mc_dropout"`` the spread of their means.
 
         Returns
         -------

@@ -23,17 +23,23 @@ def _coverage(y, mean, std, z=1.959964):
     return float(np.mean(np.abs(y - mean) <= z * std))
 
 
+def _nll(y, mean, std):
+    return float(np.mean(0.5 * np.log(2 * np.pi * std ** 2) + 0.5 * ((y - mean) / std) ** 2))
+
+
 def test_gaussian_intervals_cover_held_out_rows_where_dropout_spread_does_not(friedman):
-    """95 % intervals of the default head cover 85-100 % of unseen rows; the spread of Monte
-    Carlo dropout (epistemic only) covers far fewer. The mean fits as well as the plain
+    """95 % intervals of the default head cover at least 90 % of unseen rows; the spread of
+    Monte Carlo dropout (epistemic only) covers far fewer. The mean fits as well as the plain
     squared-error fit: the head's mean is trained by the same loss."""
     Xtr, Xte, ytr, yte = friedman
     gauss = DIFFormerRegressor(**FAST, random_state=0).fit(Xtr, ytr)
     mc = DIFFormerRegressor(**FAST, uncertainty="mc_dropout", random_state=0).fit(Xtr, ytr)
     m_g, s_g = gauss.predict(Xte, return_std=True)
     m_mc, s_mc = mc.predict(Xte, return_std=True)
-    assert 0.85 <= _coverage(yte, m_g, s_g) <= 1.0
-    assert _coverage(yte, m_mc, s_mc) < 0.8
+    assert _coverage(yte, m_g, s_g) >= 0.9
+    assert _coverage(yte, m_mc, s_mc) < 0.85
+    # and a proper score agrees: the Gaussian negative log-likelihood per row is lower
+    assert _nll(yte, m_g, s_g) < _nll(yte, m_mc, s_mc) - 0.1
     mse_g, mse_mc = np.mean((yte - m_g) ** 2), np.mean((yte - m_mc) ** 2)
     assert mse_g < 1.15 * mse_mc
     # without validation rows (early_stopping="auto" below 10,000 rows) nothing is rescaled
@@ -56,21 +62,49 @@ def test_std_is_calibrated_on_validation_rows(friedman):
     np.testing.assert_array_equal(few.std_scale_, [1.0])
 
 
-def test_samples_are_draws_from_the_predicted_gaussian(friedman):
+def test_samples_are_draws_from_the_predicted_gaussians_under_dropout(friedman):
+    """A sample is one Monte Carlo dropout pass's Gaussian, drawn from; the returned std is
+    their law-of-total-variance spread. Without dropout the passes are one network and the
+    samples are draws from its Gaussian."""
     Xtr, Xte, ytr, _ = friedman
     reg = DIFFormerRegressor(**FAST, random_state=0).fit(Xtr, ytr)
     mean, std = reg.predict(Xte[:20], return_std=True)
-    S = reg.sample_posterior(Xte[:20], n_samples=4000, random_state=0)
-    assert S.shape == (20, 4000)
-    np.testing.assert_allclose(S.mean(-1), mean, atol=4 * std.max() / np.sqrt(4000))
-    np.testing.assert_allclose(S.std(-1), std, rtol=0.06)
-    np.testing.assert_array_equal(S, reg.sample_posterior(Xte[:20], n_samples=4000,
+    S = reg.sample_posterior(Xte[:20], n_samples=2000, random_state=0)
+    assert S.shape == (20, 2000)
+    np.testing.assert_allclose(S.std(-1), std, rtol=0.15)  # std from 30 passes
+    assert np.corrcoef(S.mean(-1), mean)[0, 1] > 0.95
+    np.testing.assert_array_equal(S, reg.sample_posterior(Xte[:20], n_samples=2000,
                                                           random_state=0))
+    plain = DIFFormerRegressor(**FAST, dropout=0.0, random_state=0).fit(Xtr, ytr)
+    mean0, std0 = plain.predict(Xte[:20], return_std=True)
+    with plain._inference():
+        raw = plain._outputs(plain._prepare_predict(Xte[:20]))
+    np.testing.assert_allclose(std0, np.sqrt(np.log1p(np.exp(raw[:, 1])) + 1e-6)
+                               * plain.y_scale_, rtol=1e-5)
+    S0 = plain.sample_posterior(Xte[:20], n_samples=4000, random_state=0)
+    np.testing.assert_allclose(S0.mean(-1), mean0, atol=4 * std0.max() / np.sqrt(4000))
+    np.testing.assert_allclose(S0.std(-1), std0, rtol=0.06)
     # the sample axis is last for several outputs too
     Y = np.c_[ytr, -ytr]
     two = DIFFormerRegressor(**FAST, random_state=0).fit(Xtr, Y)
     assert two.sample_posterior(Xte[:3], n_samples=5, random_state=0).shape == (3, 2, 5)
     assert two.predict(Xte[:3], return_std=True)[1].shape == (3, 2)
+
+
+def test_few_labels_dropout_spread_widens_the_intervals(friedman):
+    """With 50 labelled rows the head's variance, fitted to rows the network has memorised,
+    understates the errors on the others; the spread of the dropout passes makes up for
+    it."""
+    Xtr, _, ytr, _ = friedman
+    y = np.full(len(ytr), np.nan)
+    y[:50] = ytr[:50]
+    reg = DIFFormerRegressor(**FAST, random_state=0).fit(Xtr, y)
+    mean, std = reg.predict(Xtr[50:], return_std=True)
+    with reg._inference():
+        raw = reg._outputs(reg._prepare_predict(Xtr[50:]))
+    alone = np.sqrt(np.log1p(np.exp(raw[:, 1])) + 1e-6) * reg.y_scale_
+    assert _coverage(ytr[50:], mean, alone) < _coverage(ytr[50:], mean, std)
+    assert _coverage(ytr[50:], mean, std) >= 0.85
 
 
 def test_gaussian_loss_trains_the_mean_by_squared_error_and_skips_unlabelled_rows():
