@@ -26,10 +26,13 @@ Times are wall-clock seconds of the `fit` call (for NDP, fit plus `sample_poster
 over the tasks) on a shared, loaded machine: compare them within a run, not across machines.
 
 Baselines: tabular, `LogisticRegression` / `RidgeCV` in a `StandardScaler` pipeline,
-`HistGradientBoosting*`, `LabelSpreading` (7-NN kernel, semi-supervised rows; the linear and
-boosted models then fit the labelled rows only); graphs, SGC (the same linear model on the
-2-hop propagated features, without a scaler, as published), `LabelSpreading` on the graph
-(alpha 0.9), the linear model on the features alone; forecasting, ridge on the lag window
+`HistGradientBoosting*`, for regression `GaussianProcessRegressor(ConstantKernel() *
+RBF(ones(n_features)) + WhiteKernel(), normalize_y=True, n_restarts_optimizer=3)` on
+standardised features (`gpr_ard`, ML-II with a lengthscale per feature), `LabelSpreading`
+(7-NN kernel, semi-supervised rows; the other models then fit the labelled rows only);
+graphs, SGC (the same linear model on the 2-hop propagated features, without a scaler, as
+published), `LabelSpreading` on the graph (alpha 0.9), the linear model on the features
+alone; forecasting, ridge on the lag window
 (penalty chosen on the latest 20 % of the training windows), seasonal naive, last value;
 series classification, `LogisticRegression` and `RidgeClassifierCV` on the standardised
 flattened series, 1-NN (Euclidean); functions, `GaussianProcessRegressor(ConstantKernel() *

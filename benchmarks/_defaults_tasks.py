@@ -19,7 +19,7 @@ import warnings
 
 import numpy as np
 import scipy.sparse as sp
-from sklearn.base import clone, is_regressor
+from sklearn.base import BaseEstimator, RegressorMixin, clone, is_regressor
 from sklearn.ensemble import HistGradientBoostingClassifier, HistGradientBoostingRegressor
 from sklearn.exceptions import ConvergenceWarning
 from sklearn.gaussian_process import GaussianProcessRegressor
@@ -390,5 +390,20 @@ def _oracle_loglik(o, i, y_query):
 
 # -- the model families ----------------------------------------------------------------------
 HGB_CLF = HistGradientBoostingClassifier(random_state=0)
+class ArdGPR(RegressorMixin, BaseEstimator):
+    """``GaussianProcessRegressor(ConstantKernel() * RBF(ones(n_features)) + WhiteKernel(),
+    normalize_y=True, n_restarts_optimizer=3)``: ML-II with one lengthscale per feature,
+    built at ``fit`` (the kernel's lengthscale vector needs the number of features)."""
+
+    def fit(self, X, y):
+        kernel = ConstantKernel() * RBF(np.ones(X.shape[1])) + WhiteKernel()
+        self.gpr_ = GaussianProcessRegressor(kernel, normalize_y=True, n_restarts_optimizer=3,
+                                             random_state=0).fit(X, y)
+        return self
+
+    def predict(self, X):
+        return self.gpr_.predict(X)
+
+
 HGB_REG = HistGradientBoostingRegressor(random_state=0)
 RIDGE_CV = RidgeCV(alphas=ALPHAS)

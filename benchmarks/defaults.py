@@ -86,12 +86,14 @@ TASKS = {
     "reg_semi": Task(
         "DIFFormerRegressor", partial(T.skdiff_semi, metric=T.mse),
         {"ridge": T.semi_supervised_on_labelled(T.RIDGE_CV, T.mse),
-         "hgb": T.semi_supervised_on_labelled(T.HGB_REG, T.mse, scale=False)},
+         "hgb": T.semi_supervised_on_labelled(T.HGB_REG, T.mse, scale=False),
+         "gpr_ard": T.semi_supervised_on_labelled(T.ArdGPR(), T.mse)},
         "MSE (unlabelled rows)", False),
     "reg_full": Task(
         "DIFFormerRegressor", partial(T.skdiff_full, metric=T.mse),
         {"ridge": T.supervised(T.RIDGE_CV, T.mse),
-         "hgb": T.supervised(T.HGB_REG, T.mse, scale=False)},
+         "hgb": T.supervised(T.HGB_REG, T.mse, scale=False),
+         "gpr_ard": T.supervised(T.ArdGPR(), T.mse)},
         "MSE (test rows)", False),
     "graph_clf": Task(
         "DIFFormerClassifier", partial(T.skdiff_graph, metric=T.accuracy),
