@@ -107,8 +107,19 @@ class DIFFormer(nn.Module):
         return self._step(i, z, self.convs[i](z, adj))
 
     def head(self, z):
-        """Outputs (n, out_dim) of final hidden states ``z`` (n, hidden_dim): ``fc_out``,
-        its last ``n_detached_outputs`` rows applied to ``z.detach()``."""
+        """The output layer ``fc_out``, its last ``n_detached_outputs`` rows applied to
+        ``z.detach()``.
+
+        Parameters
+        ----------
+        z : Tensor of shape (n, hidden_dim)
+            Final hidden states.
+
+        Returns
+        -------
+        out : Tensor of shape (n, out_dim)
+            Outputs (logits, or a Gaussian head's means and raw variances).
+        """
         if not self.n_detached_outputs:
             return self.fc_out(z)
         k = self.out_dim - self.n_detached_outputs
