@@ -148,7 +148,8 @@ def skdiff_sequences(Est, d, metric):
         est = Est(random_state=0).fit(d.X_train, d.y_train)
     # the forecaster's ridge skip alone, or with the encoder's correction (None elsewhere)
     return _result(metric(d.y_test, est.predict(d.X_test)), c.s, t0, epochs=_epochs(est),
-                   encoder_used=getattr(est, "encoder_used_", None))
+                   encoder_used=getattr(est, "encoder_used_", None),
+                   **_coverage95(est, d.y_test, d.X_test))
 
 
 # -- function metrics ------------------------------------------------------------------------
