@@ -150,6 +150,15 @@ def header(script, threads, device="cpu", note=None, argv=None):
             "environment": environment(threads, device, note), "complete": False}
 
 
+def add_run_arguments(parser, threads=1):
+    """Add the options every benchmark run records: ``--threads`` (torch threads),
+    ``--note`` (a caveat stored with the results) and ``--json`` (the results file)."""
+    parser.add_argument("--threads", type=int, default=threads)
+    parser.add_argument("--note", default=None,
+                        help="a caveat stored with the results, e.g. that the machine is shared")
+    parser.add_argument("--json", default=None, help="write the rows to this JSON file")
+
+
 def write_json(path, doc, complete=False):
     """Write ``doc`` to ``path`` as indented JSON, atomically (a temporary file renamed).
 

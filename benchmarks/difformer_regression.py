@@ -24,7 +24,7 @@ import time
 import numpy as np
 import scipy.sparse as sp
 import torch
-from _results import header, write_json
+from _results import add_run_arguments, header, write_json
 from sklearn.linear_model import RidgeCV
 from sklearn.metrics import r2_score
 
@@ -65,10 +65,7 @@ def main(argv=None):
     p.add_argument("--sizes", type=int, nargs="+", default=[1000, 5000])
     p.add_argument("--labelled", type=float, nargs="+", default=[0.05, 0.2])
     p.add_argument("--seeds", type=int, default=3)
-    p.add_argument("--threads", type=int, default=1)
-    p.add_argument("--note", default=None,
-                   help="a caveat stored with the results, e.g. that the machine is shared")
-    p.add_argument("--json", default=None)
+    add_run_arguments(p)
     args = p.parse_args(argv)
     torch.set_num_threads(args.threads)
     doc = header("difformer_regression.py", args.threads, note=args.note, argv=argv)

@@ -38,7 +38,7 @@ import warnings
 
 import numpy as np
 import torch
-from _results import header, write_json
+from _results import add_run_arguments, header, write_json
 from sklearn.datasets import load_diabetes, make_friedman1
 from sklearn.exceptions import ConvergenceWarning
 from sklearn.gaussian_process import GaussianProcessRegressor
@@ -109,10 +109,7 @@ def main(argv=None):
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("--datasets", nargs="+", default=["friedman1", "diabetes", "graph signal"])
     p.add_argument("--seeds", type=int, default=3)
-    p.add_argument("--threads", type=int, default=1)
-    p.add_argument("--note", default=None,
-                   help="a caveat stored with the results, e.g. that the machine is shared")
-    p.add_argument("--json", default=None)
+    add_run_arguments(p)
     args = p.parse_args(argv)
     torch.set_num_threads(args.threads)
     doc = header("regression_uncertainty.py", args.threads, note=args.note, argv=argv)
