@@ -104,14 +104,18 @@ def main(argv=None):
     p.add_argument("--verbose", type=int, default=1)
     p.add_argument("--lr", type=float, default=None, help="peak learning rate")
     p.add_argument("--warmup-steps", type=int, default=None)
+    p.add_argument("--noise", type=float, default=None,
+                   help="observation-noise variance of the training functions (default: the "
+                        "prior's, 0.0025), e.g. 1e-4 for a prior of nearly noiseless "
+                        "objectives")
     p.add_argument("--init-from", default=None,
                    help="start from these weights (a .pt written by this script), e.g. to "
                         "fine-tune a D=1 prior for D=2: the network is dimension-agnostic")
     args = p.parse_args(argv)
 
     torch.set_num_threads(args.threads)
-    changes = {k: v for k, v in (("lr", args.lr), ("warmup_steps", args.warmup_steps))
-               if v is not None}
+    changes = {k: v for k, v in (("lr", args.lr), ("warmup_steps", args.warmup_steps),
+                                 ("noise", args.noise)) if v is not None}
     configs = [get_prior_config(args.prior, d).replace(**changes) for d in args.n_dims]
     config = configs[0]
     run_dir = Path(args.run_dir)

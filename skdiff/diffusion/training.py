@@ -136,6 +136,10 @@ class PriorConfig:
                              f"{self.kernel!r}.")
         if self.loss not in ("l1", "l2"):
             raise ValueError(f"'loss' must be 'l1' or 'l2'; got {self.loss!r}.")
+        if not (isinstance(self.noise, numbers.Real) and math.isfinite(self.noise)
+                and self.noise >= 0):
+            raise ValueError(f"'noise' is an observation-noise variance, a finite number >= 0; "
+                             f"got {self.noise!r}.")
         if not (isinstance(self.n_dims, numbers.Integral) and self.n_dims >= 1):
             raise ValueError(f"'n_dims' must be an int >= 1; got {self.n_dims!r}.")
         if not 0 <= self.ema_decay < 1:

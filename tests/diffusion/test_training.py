@@ -132,6 +132,12 @@ def test_prior_config_round_trip_and_errors():
         get_prior_config("matern")
     with pytest.raises(ValueError, match="'loss' must be 'l1' or 'l2'"):
         PriorConfig(loss="huber")
+    with pytest.raises(ValueError, match="'noise' is an observation-noise variance"):
+        PriorConfig(noise=-1e-4)
+    # a low-noise variant of a registered prior: its functions carry that noise
+    quiet = c.replace(noise=1e-4)
+    f = quiet.draw_functions(200, random_state=0)
+    assert np.var((f.y - f.f)[~f.mask]) == pytest.approx(1e-4, rel=0.1)  # mask: padding
 
 
 @pytest.mark.parametrize("name, n_dims, n_points, width", [
