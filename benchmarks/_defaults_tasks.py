@@ -396,14 +396,17 @@ class ArdGPR(RegressorMixin, BaseEstimator):
     normalize_y=True, n_restarts_optimizer=3)``: ML-II with one lengthscale per feature,
     built at ``fit`` (the kernel's lengthscale vector needs the number of features)."""
 
+    def __init__(self, random_state=0):
+        self.random_state = random_state
+
     def fit(self, X, y):
         kernel = ConstantKernel() * RBF(np.ones(X.shape[1])) + WhiteKernel()
         self.gpr_ = GaussianProcessRegressor(kernel, normalize_y=True, n_restarts_optimizer=3,
-                                             random_state=0).fit(X, y)
+                                             random_state=self.random_state).fit(X, y)
         return self
 
-    def predict(self, X):
-        return self.gpr_.predict(X)
+    def predict(self, X, return_std=False):
+        return self.gpr_.predict(X, return_std=return_std)
 
 
 HGB_REG = HistGradientBoostingRegressor(random_state=0)

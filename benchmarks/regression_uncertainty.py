@@ -38,11 +38,10 @@ import warnings
 
 import numpy as np
 import torch
+from _defaults_tasks import ArdGPR
 from _results import add_run_arguments, header, write_json
 from sklearn.datasets import load_diabetes, make_friedman1
 from sklearn.exceptions import ConvergenceWarning
-from sklearn.gaussian_process import GaussianProcessRegressor
-from sklearn.gaussian_process.kernels import RBF, ConstantKernel, WhiteKernel
 from sklearn.model_selection import train_test_split
 from sklearn.pipeline import make_pipeline
 from sklearn.preprocessing import StandardScaler
@@ -73,10 +72,8 @@ def metrics(y, mean, std):
             "coverage68": float(np.mean(z <= 1.0)), "nll": float(nll)}
 
 
-def gpr(n_features, seed):
-    kernel = ConstantKernel() * RBF(np.ones(n_features)) + WhiteKernel()
-    return make_pipeline(StandardScaler(), GaussianProcessRegressor(
-        kernel, normalize_y=True, n_restarts_optimizer=3, random_state=seed))
+def gpr(seed):
+    return make_pipeline(StandardScaler(), ArdGPR(random_state=seed))
 
 
 def run(name, protocol, method, seed):
@@ -84,7 +81,7 @@ def run(name, protocol, method, seed):
     t0 = time.perf_counter()
     if protocol == "all labelled":
         Xtr, Xte, ytr, yte = train_test_split(X, y, test_size=0.25, random_state=seed)
-        est = gpr(X.shape[1], seed) if method == "gpr" else DIFFormerRegressor(
+        est = gpr(seed) if method == "gpr" else DIFFormerRegressor(
             uncertainty=method, random_state=seed)
         est.fit(Xtr, ytr)
         mean, std = est.predict(Xte, return_std=True)
@@ -93,7 +90,7 @@ def run(name, protocol, method, seed):
     lab = np.zeros(len(y), dtype=bool)
     lab[rng.choice(len(y), N_LABELLED, replace=False)] = True
     if method == "gpr":  # the labelled rows only; the graph is not used
-        est = gpr(X.shape[1], seed).fit(X[lab], y[lab])
+        est = gpr(seed).fit(X[lab], y[lab])
         mean, std = est.predict(X[~lab], return_std=True)
     else:
         est = DIFFormerRegressor(uncertainty=method, random_state=seed)

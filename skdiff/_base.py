@@ -592,6 +592,12 @@ class NeuralEstimatorBase(EstimatorBase):
     def _make_data(self, X, y, *, reset, **fit_params) -> FitData:  # pragma: no cover
         raise NotImplementedError
 
+    def _n_variance_outputs(self):
+        """Head outputs that are raw variances, which the network feeds detached features
+        (``n_detached_outputs`` of the skdiff networks): 0 here; a Gaussian head's task layer
+        (:class:`~skdiff._tasks.RegressorTask`) answers with the number of targets."""
+        return 0
+
     def _make_datasets(self, data, train, valid):
         """(training dataset, validation dataset or None) for the rows ``train``/``valid``.
 

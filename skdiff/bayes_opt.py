@@ -15,14 +15,17 @@ The paper draws the candidates uniformly over the box, and so does this function
 local-search Thompson samplers do (TuRBO, BoTorch's perturbed candidates): in more than one
 dimension a few dozen uniform points rarely fall close enough to a minimum to refine it.
 That helps a model that resolves small differences near the best point, such as a GP with
-its own fitted noise; an NDP prior's fixed noise hides them, and there local candidates
-mostly take evaluations away from exploring.
+its own fitted noise; an NDP's samples carry a noise floor that hides them, and there
+local candidates mostly take evaluations away from exploring.
 
 The values can be warped by a monotone transform before every fit (``y_transform``): the
-lowest point of a sample is the same on either scale, so nothing is transformed back. A
-pretrained NDP prior carries a fixed observation noise of 5 % of the standardised signal; on
-a skewed objective (a few large values, a flat valley) the values near the minimum differ
-by less than that noise and the samples cannot tell them apart. The Yeo-Johnson power
+lowest point of a sample is the same on either scale, so nothing is transformed back. The
+samples of a pretrained NDP prior carry a noise floor on the standardised values: the
+prior's observation noise (5 % of the signal's standard deviation) and the network's own
+jitter between nearby points (in 2-D, samples 0.001 apart differ by about 8 % of it, a
+floor that training on less noisy functions barely lowers). On a skewed objective (a few
+large values, a flat valley) the values near the minimum differ by less than that and the
+samples cannot tell them apart. The Yeo-Johnson power
 transform (:class:`~sklearn.preprocessing.PowerTransformer` on the standardised values,
 as HEBO applies it) makes the values roughly Gaussian first and spreads the valley out. Its
 exponent is capped at 1: values skewed the other way (a narrow dip below a plateau) would
@@ -233,8 +236,8 @@ def thompson_sampling(objective, bounds, *, model=None, n_iter=20, n_init=3, n_c
         :class:`~sklearn.gaussian_process.GaussianProcessRegressor` in two or three
         dimensions (it lowers the typical regret many times over, but a run that settles
         in a poor basin stays there more often); it does not help an
-        :class:`~skdiff.NDPRegressor` on a shipped prior, whose fixed noise hides the small
-        differences near the best point.
+        :class:`~skdiff.NDPRegressor` on a shipped prior, whose samples' noise floor hides
+        the small differences near the best point.
     y_transform : {"auto", "power"}, transformer or None, default="auto"
         A monotone increasing transform the model is fitted to instead of the values
         (refitted to all values at every iteration; the candidate a sample ranks lowest is

@@ -371,10 +371,6 @@ class _DIFFormerBase(NeuralEstimatorBase):
     def _n_network_outputs(self):  # pragma: no cover - the task layer's
         raise NotImplementedError
 
-    def _n_variance_outputs(self):
-        """Head outputs that are variances (fed detached features); 0 without a Gaussian head."""
-        return 0
-
     def _build_module(self, data):
         inputs = data.inputs
         step_rows = min(inputs.n, self.batch_size or inputs.n)

@@ -305,10 +305,6 @@ class _FlowformerBase(NeuralEstimatorBase):
     def _n_network_outputs(self):  # pragma: no cover - the task layer's
         raise NotImplementedError
 
-    def _n_variance_outputs(self):
-        """Head outputs that are variances (fed detached features); 0 without a Gaussian head."""
-        return 0
-
     def _build_module(self, data):
         return Flowformer(
             self.n_channels_in_, self._n_network_outputs(), self.sequence_length_,

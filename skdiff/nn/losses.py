@@ -19,6 +19,12 @@ from torch import nn
 __all__ = ["GaussianNLL", "WeightedCrossEntropy", "WeightedMSE"]
 
 
+def _labelled_weights(y, w):
+    """``w`` with 0 on the rows whose target ``y`` (b, k) holds a NaN (unlabelled rows)."""
+    labelled = ~torch.isnan(y).any(dim=-1)
+    return torch.where(labelled, w, torch.zeros_like(w))
+
+
 def _weighted_mean(per_row, w):
     total = w.sum()
     if not bool(total > 0):
@@ -47,9 +53,8 @@ class WeightedMSE(nn.Module):
     """
 
     def forward(self, pred, target):
-        y, w = target["y"], target["w"].to(pred.dtype)
-        labelled = ~torch.isnan(y).any(dim=-1)
-        w = torch.where(labelled, w, torch.zeros_like(w))
+        y = target["y"]
+        w = _labelled_weights(y, target["w"].to(pred.dtype))
         err = (pred - torch.nan_to_num(y)) ** 2
         return _weighted_mean(err.mean(dim=-1), w)
 
@@ -77,9 +82,8 @@ class GaussianNLL(nn.Module):
         self.mean_weight = mean_weight
 
     def forward(self, pred, target):
-        y, w = target["y"], target["w"].to(pred.dtype)
-        labelled = ~torch.isnan(y).any(dim=-1)
-        w = torch.where(labelled, w, torch.zeros_like(w))
+        y = target["y"]
+        w = _labelled_weights(y, target["w"].to(pred.dtype))
         k = y.shape[-1]
         mean, var = pred[..., :k], gaussian_variance(pred[..., k:])
         sq = (torch.nan_to_num(y) - mean) ** 2

@@ -48,12 +48,20 @@ def test_gaussian_intervals_cover_held_out_rows_where_dropout_spread_does_not(fr
 
 def test_std_is_calibrated_on_validation_rows(friedman):
     Xtr, Xte, ytr, yte = friedman
-    reg = DIFFormerRegressor(**FAST, early_stopping=True, validation_fraction=0.25,
-                             random_state=0).fit(Xtr, ytr)
+    valid = np.zeros(len(Xtr), dtype=bool)
+    valid[::4] = True  # 100 validation rows
+    reg = DIFFormerRegressor(**FAST, early_stopping=True, random_state=0).fit(
+        Xtr, ytr, validation_mask=valid)
     assert reg.std_scale_.shape == (1,) and reg.std_scale_[0] != 1.0
-    # the factor is the one that makes 90 % intervals cover 90 % of the validation rows
-    # (those the early stopping held out: the rows of the seeded split), and it carries
-    # over to new rows
+    # the factor makes the head's 90 % intervals cover 90 % of the validation rows, on the
+    # forward over the fitted rows that fit ends with (validation rows unlabelled in it)
+    with reg._inference():
+        raw = reg._joint_outputs(reg._inputs(Xtr, None, None, reset=False))[0][valid]
+    z_valid = (ytr[valid] - reg.y_mean_) / reg.y_scale_
+    head_std = np.sqrt(np.log1p(np.exp(raw[:, 1])) + 1e-6) * reg.std_scale_[0]
+    inside = np.abs(z_valid - raw[:, 0]) <= 1.644854 * head_std
+    assert abs(inside.mean() - 0.9) <= 0.011
+    # and it carries over to new rows
     mean, std = reg.predict(Xte, return_std=True)
     assert 0.8 <= _coverage(yte, mean, std, z=1.644854) <= 1.0
     # fewer than 20 validation rows: no factor
