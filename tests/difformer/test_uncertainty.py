@@ -150,3 +150,23 @@ def test_variance_rows_read_detached_features():
 def test_uncertainty_is_validated():
     with pytest.raises(ValueError, match="'uncertainty' parameter"):
         DIFFormerRegressor(uncertainty="ensemble").fit(np.zeros((5, 2)), np.arange(5.0))
+
+
+def test_auto_dropout_of_the_regressor(friedman):
+    """``dropout="auto"`` (not the regressor's default): off for fully labelled rows, where
+    the Gaussian head alone gives the spread; 0.2 with unlabelled rows, and always with
+    ``uncertainty="mc_dropout"``, whose spread is dropout's."""
+    Xtr, Xte, ytr, _ = friedman
+    kw = dict(FAST, max_epochs=5, random_state=0)
+    assert DIFFormerRegressor(**kw).fit(Xtr, ytr).dropout_ == 0.2  # the default
+    auto = DIFFormerRegressor(**kw, dropout="auto").fit(Xtr, ytr)
+    assert auto.dropout_ == 0.0 and auto.module_.dropout.p == 0.0
+    with auto._inference():
+        raw = auto._outputs(auto._prepare_predict(Xte[:5]))
+    np.testing.assert_allclose(auto.predict(Xte[:5], return_std=True)[1],
+                               np.sqrt(np.log1p(np.exp(raw[:, 1])) + 1e-6) * auto.y_scale_,
+                               rtol=1e-5)
+    y_semi = np.where(np.arange(len(ytr)) % 2 == 0, ytr, np.nan)
+    assert DIFFormerRegressor(**kw, dropout="auto").fit(Xtr, y_semi).dropout_ == 0.2
+    mc = DIFFormerRegressor(**kw, dropout="auto", uncertainty="mc_dropout").fit(Xtr, ytr)
+    assert mc.dropout_ == 0.2
