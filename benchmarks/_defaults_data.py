@@ -61,6 +61,15 @@ def _tabular_xy(name):
                                       n_redundant=10, n_classes=4, flip_y=0.05,
                                       class_sep=0.8, random_state=202)
         return X, y, True
+    if name == "circles":  # two noisy concentric circles, 2 features
+        X, y = ds.make_circles(n_samples=1000, noise=0.1, factor=0.5, random_state=404)
+        return X, y, True
+    if name == "moons":  # two interleaving half circles, 2 features
+        X, y = ds.make_moons(n_samples=1000, noise=0.3, random_state=505)
+        return X, y, True
+    if name == "hastie":  # 10 Gaussian features, class: sum of squares above 9.34
+        X, y = ds.make_hastie_10_2(n_samples=1000, random_state=606)
+        return X, (y > 0).astype(int), True
     if name == "friedman1":  # 5 informative of 10 features, noise std 1
         X, y = ds.make_friedman1(n_samples=1000, n_features=10, noise=1.0, random_state=303)
         return X, y, False

@@ -149,6 +149,12 @@ def _tab(name, split, n_labelled=None, quick=False, regression=False):
                     data.tabular_full, dict(name=name)))
 
 
+def _tab_full(name, split):
+    """The fully labelled row of a tabular set alone."""
+    return Dataset("tabular", f"{name}, all labelled", split, "clf_full", data.tabular_full,
+                   dict(name=name))
+
+
 def _csbm(n, h, snr, split, quick=False, heavy=False, regression=False):
     name = f"CSBM n={n // 1000}K h={h} snr={snr}"
     if regression:
@@ -194,6 +200,10 @@ DATASETS = (
     *_tab("digits", "dev", 10, quick=True),
     *_tab("breast_cancer", "dev", 20),
     *_tab("blobs3", "dev", 5),
+    # low-dimensional nonlinear classes, fully labelled (added with dropout="auto")
+    _tab_full("circles", "dev"),
+    _tab_full("moons", "dev"),
+    _tab_full("hastie", "dev"),
     *_tab("wine", "heldout", 5),
     *_tab("iris", "heldout", 5, quick=True),
     *_tab("blobs4", "heldout", 20),
