@@ -655,6 +655,11 @@ class NeuralEstimatorBase(EstimatorBase):
             self._finish_fit(data, train, valid)
         return self
 
+    def _needs_validation_rows(self, data):
+        """Whether ``early_stopping="auto"`` holds out validation rows below
+        ``AUTO_EARLY_STOPPING_ROWS`` too (an estimator that calibrates on them)."""
+        return False
+
     def _validation_rows(self, data):
         """(training rows, validation rows) by the task's ``_split_policy``.
 
@@ -668,7 +673,8 @@ class NeuralEstimatorBase(EstimatorBase):
         self.early_stopping_ = self.early_stopping
         if self.early_stopping == "auto":  # given validation rows are meant to be used
             self.early_stopping_ = (data.valid_rows is not None
-                                    or rows.size >= AUTO_EARLY_STOPPING_ROWS)
+                                    or rows.size >= AUTO_EARLY_STOPPING_ROWS
+                                    or self._needs_validation_rows(data))
         empty = np.empty(0, dtype=np.int64)
         if data.valid_rows is not None:
             valid = np.intersect1d(data.valid_rows, rows)

@@ -51,7 +51,9 @@ early_stopping : bool or "auto"
     :class:`~sklearn.ensemble.HistGradientBoostingClassifier`): on from 10,000 labelled
     rows or with given validation rows, off otherwise, where a validation split stops on
     noise more often than it saves epochs and ``max_epochs`` with weight decay generalises
-    better; ``early_stopping_`` holds the value used.
+    better. :class:`~skdiff.DIFFormerRegressor` also turns it on when it trains without
+    dropout on fully labelled rows, whose validation rows then calibrate its intervals.
+    ``early_stopping_`` holds the value used.
 validation_fraction : float in (0, 1)
     Fraction of the candidate rows held out for early stopping, rounded up (as
     :func:`~sklearn.model_selection.train_test_split`). Ignored without

@@ -30,7 +30,7 @@ from .._base import (
 from .._checks import check_sample_weight, check_target_length, validate_data
 from .._docs import fill_doc, parse_docs
 from .._graph import Graph, check_adjacency, check_node_ids
-from .._tasks import ClassifierTask, RegressorTask
+from .._tasks import MIN_CALIBRATION_ROWS, ClassifierTask, RegressorTask
 from ..nn.difformer import DIFFormer
 from ._data import (
     FeatureScaling,
@@ -98,13 +98,14 @@ dropout : float in [0, 1) or "auto"
     ``n_neighbors``), and 0 when every row is labelled and there is no graph: on fully
     labelled tabular data dropout made the network underfit (accuracy on held-out rows
     0.73 -> 0.99 on two circles, 0.69 -> 0.91 on ``make_hastie_10_2``; test MSE 7.0 ->
-    3.3 on Friedman #1). The classifier's default; the regressor's default is 0.2, since
-    its predictive spread comes partly from dropout: without it the 95 % intervals of the
-    Friedman #1 fit above cover 80-88 % of new rows instead of 98 %, so ``"auto"`` there
-    trades calibrated intervals for the lower error. With ``uncertainty="mc_dropout"``
-    ``"auto"`` is 0.2. Without dropout the classifier's :meth:`sample_posterior` draws
-    are all equal to :meth:`predict_proba` (with a warning): set ``dropout`` above 0 for
-    a Monte Carlo spread. ``dropout_`` holds the value used.
+    3.3 on Friedman #1). The regressor then holds out validation rows
+    (``early_stopping="auto"``) to calibrate its intervals, which without dropout would
+    only know the errors on rows the network has seen, and keeps 0.2 when that split
+    would hold fewer than 20 rows; with ``uncertainty="mc_dropout"``, whose spread is
+    dropout's, ``"auto"`` is 0.2. Without dropout the classifier's
+    :meth:`sample_posterior` draws are all equal to :meth:`predict_proba` (with a
+    warning): set ``dropout`` above 0 for a Monte Carlo spread. ``dropout_`` holds the
+    value used.
 graph_weight : float in [0, 1], None or "auto"
     How attention and the graph term combine when an adjacency is given: ``None`` adds
     them (official), ``g`` mixes ``(1 - g) attention + g graph``; 0 drops the graph
@@ -1047,7 +1048,7 @@ class DIFFormerRegressor(RegressorTask, _DIFFormerBase):
     _gaussian_mean_weight = 1.0
 
     def __init__(self, *, feature_scaling="auto", kernel="simple", qk_norm="global", n_layers=4,
-                 hidden_dim=64, n_heads=1, alpha=0.5, dropout=0.2, graph_weight=None,
+                 hidden_dim=64, n_heads=1, alpha=0.5, dropout="auto", graph_weight=None,
                  value_projection=False, attention_scope="all", block_size=1024,
                  label_propagation=False, propagation_alpha=0.5, uncertainty="gaussian",
                  max_epochs=300, lr=3e-3, weight_decay=5e-3, batch_size=None,
@@ -1071,8 +1072,22 @@ class DIFFormerRegressor(RegressorTask, _DIFFormerBase):
         # what the network does not know there; a network without dropout has one pass
         return getattr(self, "dropout_", self.dropout) != 0
 
+    def _resolved_dropout(self, inputs, some_unlabelled):
+        dropout = super()._resolved_dropout(inputs, some_unlabelled)
+        if self.dropout == "auto" and dropout == 0 and \
+                math.ceil(self.validation_fraction * inputs.n) < MIN_CALIBRATION_ROWS:
+            return AUTO_DROPOUT  # too few rows to calibrate a head without dropout
+        return dropout
+
     def _uncertainty_needs_dropout(self):
         return self.uncertainty == "mc_dropout"
+
+    def _needs_validation_rows(self, data):
+        # without dropout the Gaussian head is the whole predictive spread, fitted to rows
+        # the network has seen: fully labelled rows give up a validation split to calibrate
+        # it (std_scale_), and early stopping keeps the best epoch on them
+        return self.dropout_ == 0 and not data.inputs.has_graph and \
+            data.rows.size == data.inputs.n and self._gaussian
 
     def _calibrate(self, valid_outputs, valid_targets):
         self._calibrate_std(lambda: valid_outputs, valid_targets)

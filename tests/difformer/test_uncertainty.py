@@ -10,7 +10,8 @@ from skdiff import DIFFormerRegressor
 from skdiff.nn import DIFFormer
 from skdiff.nn.losses import GaussianNLL, WeightedMSE
 
-FAST = dict(n_layers=2, hidden_dim=32, max_epochs=80, device="cpu")
+# dropout as with scarce labels: the Monte Carlo passes most tests here are about
+FAST = dict(n_layers=2, hidden_dim=32, max_epochs=80, dropout=0.2, device="cpu")
 
 
 @pytest.fixture(scope="module")
@@ -83,12 +84,14 @@ def test_samples_are_draws_from_the_predicted_gaussians_under_dropout(friedman):
     assert np.corrcoef(S.mean(-1), mean)[0, 1] > 0.95
     np.testing.assert_array_equal(S, reg.sample_posterior(Xte[:20], n_samples=2000,
                                                           random_state=0))
-    plain = DIFFormerRegressor(**FAST, dropout=0.0, random_state=0).fit(Xtr, ytr)
+    plain = DIFFormerRegressor(**{**FAST, "dropout": 0.0}, random_state=0).fit(Xtr, ytr)
     mean0, std0 = plain.predict(Xte[:20], return_std=True)
     with plain._inference():
         raw = plain._outputs(plain._prepare_predict(Xte[:20]))
+    # calibrated on the validation rows that training without dropout holds out
+    assert plain.early_stopping_ is True
     np.testing.assert_allclose(std0, np.sqrt(np.log1p(np.exp(raw[:, 1])) + 1e-6)
-                               * plain.y_scale_, rtol=1e-5)
+                               * plain.std_scale_[0] * plain.y_scale_, rtol=1e-5)
     S0 = plain.sample_posterior(Xte[:20], n_samples=4000, random_state=0)
     np.testing.assert_allclose(S0.mean(-1), mean0, atol=4 * std0.max() / np.sqrt(4000))
     np.testing.assert_allclose(S0.std(-1), std0, rtol=0.06)
@@ -153,20 +156,29 @@ def test_uncertainty_is_validated():
 
 
 def test_auto_dropout_of_the_regressor(friedman):
-    """``dropout="auto"`` (not the regressor's default): off for fully labelled rows, where
-    the Gaussian head alone gives the spread; 0.2 with unlabelled rows, and always with
-    ``uncertainty="mc_dropout"``, whose spread is dropout's."""
-    Xtr, Xte, ytr, _ = friedman
-    kw = dict(FAST, max_epochs=5, random_state=0)
-    assert DIFFormerRegressor(**kw).fit(Xtr, ytr).dropout_ == 0.2  # the default
-    auto = DIFFormerRegressor(**kw, dropout="auto").fit(Xtr, ytr)
+    """``dropout="auto"``: off for fully labelled rows, where the Gaussian head alone gives
+    the spread and a validation split calibrates it; 0.2 with unlabelled rows, with too
+    few rows for 20 validation rows, and with ``uncertainty="mc_dropout"``, whose spread
+    is dropout's."""
+    Xtr, Xte, ytr, yte = friedman
+    kw = dict(FAST, dropout="auto", random_state=0)
+    auto = DIFFormerRegressor(**kw).fit(Xtr, ytr)
     assert auto.dropout_ == 0.0 and auto.module_.dropout.p == 0.0
+    assert auto.early_stopping_ is True and auto.std_scale_[0] != 1.0  # 40 validation rows
     with auto._inference():
-        raw = auto._outputs(auto._prepare_predict(Xte[:5]))
-    np.testing.assert_allclose(auto.predict(Xte[:5], return_std=True)[1],
-                               np.sqrt(np.log1p(np.exp(raw[:, 1])) + 1e-6) * auto.y_scale_,
-                               rtol=1e-5)
+        raw = auto._outputs(auto._prepare_predict(Xte))
+    mean, std = auto.predict(Xte, return_std=True)
+    np.testing.assert_allclose(std, np.sqrt(np.log1p(np.exp(raw[:, 1])) + 1e-6)
+                               * auto.std_scale_[0] * auto.y_scale_, rtol=1e-5)
+    assert _coverage(yte, mean, std) >= 0.85
+    # the default is "auto"
+    default = DIFFormerRegressor(max_epochs=2, random_state=0).fit(Xtr, ytr)
+    assert default.dropout == "auto" and default.dropout_ == 0.0
     y_semi = np.where(np.arange(len(ytr)) % 2 == 0, ytr, np.nan)
-    assert DIFFormerRegressor(**kw, dropout="auto").fit(Xtr, y_semi).dropout_ == 0.2
-    mc = DIFFormerRegressor(**kw, dropout="auto", uncertainty="mc_dropout").fit(Xtr, ytr)
-    assert mc.dropout_ == 0.2
+    short = dict(kw, max_epochs=2)
+    semi = DIFFormerRegressor(**short).fit(Xtr, y_semi)
+    assert semi.dropout_ == 0.2 and semi.early_stopping_ is False
+    few = DIFFormerRegressor(**short).fit(Xtr[:190], ytr[:190])  # 19 validation rows
+    assert few.dropout_ == 0.2 and few.early_stopping_ is False
+    mc = DIFFormerRegressor(**short, uncertainty="mc_dropout").fit(Xtr, ytr)
+    assert mc.dropout_ == 0.2 and mc.early_stopping_ is False
