@@ -279,3 +279,71 @@ def test_y_transform_must_be_an_increasing_transformer():
                        "values; got shape \\(3, 2\\)"):
         thompson_sampling(_skewed, [(0, 1)], model=_Recorder(), n_iter=1, random_state=0,
                           y_transform=FunctionTransformer(lambda v: np.hstack([v, v])))
+
+
+def test_denoised_draw_keeps_the_shared_directions_and_drops_white_jitter():
+    """8 joint samples at 64 points: a mean, two smooth directions of spread, white jitter of
+    std 0.1 per sample. The draw keeps the spread along the two directions and the jitter
+    left is what the mean and the first sample's weights on them carry: a variance of
+    (1 + 2) / 8 of the sample's, so about 0.61 of its standard deviation."""
+    from skdiff.bayes_opt import _denoised_draw
+
+    x = np.linspace(0, 1, 64)
+    basis = np.c_[np.sin(3 * x), np.cos(5 * x)] * 2.0
+    smooth = np.c_[x ** 2, basis]
+
+    def jitter(v):  # mean square off the smooth functions
+        coef = np.linalg.lstsq(smooth, v, rcond=None)[0]
+        return np.mean((v - smooth @ coef) ** 2)
+
+    raw, drawn, spread = [], [], []
+    for seed in range(50):
+        rng = np.random.RandomState(seed)
+        clean = (x ** 2)[:, None] + basis @ rng.standard_normal((2, 8))
+        noisy = clean + 0.1 * rng.standard_normal(clean.shape)
+        draw = _denoised_draw(noisy)
+        raw.append(jitter(noisy[:, 0]))
+        drawn.append(jitter(draw))
+        # the draw follows the first sample along the smooth directions, not the mean
+        spread.append(np.abs(draw - clean[:, 0]).max() < np.abs(draw - clean.mean(1)).max())
+    ratio = np.sqrt(np.mean(drawn) / np.mean(raw))
+    assert 0.5 < ratio < 0.7, ratio
+    assert np.mean(spread) > 0.9
+    # white noise alone shares no direction: the draw is the mean
+    pure = np.random.RandomState(0).standard_normal((64, 8))
+    np.testing.assert_allclose(_denoised_draw(pure), pure.mean(1))
+    # too few points to tell a direction from noise, or one sample: the first sample
+    few = pure[:5]
+    np.testing.assert_array_equal(_denoised_draw(few), few[:, 0])
+    np.testing.assert_array_equal(_denoised_draw(pure[:, :1]), pure[:, 0])
+
+
+class _CountingRecorder(_Recorder):
+    """A ``_Recorder`` that keeps how many samples it is asked for."""
+
+    asked = []
+
+    def sample_y(self, X, n_samples=1, random_state=None):
+        self.asked.append(n_samples)
+        return super().sample_y(X, n_samples, random_state)
+
+
+def test_denoise_draws_several_samples_for_a_noise_floor_model_only(monkeypatch):
+    import skdiff.bayes_opt as bo
+
+    model = _CountingRecorder()
+    thompson_sampling(_objective, [(0, 1)], model=model, n_iter=2, random_state=0)
+    assert _CountingRecorder.asked == [1, 1]  # "auto": exact samples, one per iteration
+    _CountingRecorder.asked = []
+    res = thompson_sampling(_objective, [(0, 1)], model=model, n_iter=2, denoise=True,
+                            random_state=0)
+    assert _CountingRecorder.asked == [bo.DENOISE_SAMPLES] * 2
+    # the recorder's samples are all the first coordinate: the search still walks left
+    assert res.X[-1, 0] < 0.1
+    _CountingRecorder.asked = []
+    monkeypatch.setattr(bo, "_standardises_with_fixed_noise", lambda m: True)
+    thompson_sampling(_objective, [(0, 1)], model=model, n_iter=1, y_transform=None,
+                      random_state=0)
+    assert _CountingRecorder.asked == [bo.DENOISE_SAMPLES]
+    with pytest.raises(ValueError, match="'denoise' parameter .* Got 'yes' instead"):
+        thompson_sampling(_objective, [(0, 1)], model=model, denoise="yes")
