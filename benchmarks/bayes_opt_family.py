@@ -18,7 +18,8 @@ al., 2008, with random parameters),
    (``NDPRegressor(x_bounds=[(0, 1)])``), ``GaussianProcessRegressor`` (Matérn-5/2 refitted by
    ML-II every iteration) and random search; with ``--local`` also the first three with half
    the candidates drawn around the best point so far (``local_fraction=0.5``), as
-   ``<method>_local``.
+   ``<method>_local``. The ``gp`` prior ranks by a draw denoised from 8 joint samples
+   (``thompson_sampling``'s default for it), or by one sample with ``--no-denoise``.
 
 Printed: the simple regret (best value so far minus the member's minimum on a 4001-point
 grid) against iterations, mean ± standard error over the members; with ``--json``, every
@@ -120,6 +121,10 @@ def main(argv=None):
                    help="also run every model but random search with half the candidates "
                         "around the best point so far (local_fraction=0.5), as "
                         "'<method>_local'")
+    p.add_argument("--no-denoise", action="store_true",
+                   help="the gp prior ranks the candidates by one joint sample "
+                        "(thompson_sampling(denoise=False)) instead of the default draw "
+                        "denoised from 8")
     add_runtime_args(p)
     p.add_argument("--json", default=None)
     args = p.parse_args(argv)
@@ -130,11 +135,14 @@ def main(argv=None):
     members = draw_members(args.n_seeds, args.seed + 10_000)  # never seen in training
     objectives = [(member(m), member(m)(GRID).min()) for m in members]
     models = {"random": lambda: "random", "gpr": lambda: bo_gpr(BOUNDS),
-              "ndp": lambda: NDPRegressor(x_bounds=BOUNDS, n_samples=2),
+              "ndp": (lambda: NDPRegressor(x_bounds=BOUNDS, n_samples=2),
+                      {"denoise": False} if args.no_denoise else {}),
               "ndp_family": lambda: NDPRegressor(prior=prior, n_samples=2)}
     if args.local:
-        models.update({f"{name}_local": (models[name], {"local_fraction": 0.5})
-                       for name in ("gpr", "ndp", "ndp_family")})
+        for name in ("gpr", "ndp", "ndp_family"):
+            make, options = models[name] if isinstance(models[name], tuple) else \
+                (models[name], {})
+            models[f"{name}_local"] = (make, {**options, "local_fraction": 0.5})
     regrets, seconds, cpu_seconds = run_thompson(models, objectives, BOUNDS, args.n_iter,
                                                  args.n_candidates)
     print_regrets(regrets, [m for m in (0, 1, 2, 3, 5, 10, 15, 20, 30) if m <= args.n_iter])

@@ -699,13 +699,13 @@ CLAIMS = {
         "above (3 uniform random points, one joint sample on 64 fresh candidates per "
         "iteration; with 'half the candidates local', 32 of them around the best point so "
         "far), beside the shipped gp prior (on power-transformed values, "
-        "thompson_sampling's default for it; the family prior takes the values as given, in "
-        "its family's units), GaussianProcessRegressor (Matérn-5/2, ML-II every iteration) "
-        "and random search. Simple regret against each member's "
-        "minimum on a 4,001-point grid.",
+        "thompson_sampling's default for it, ranked by one joint sample, denoise=False; the "
+        "family prior takes the values as given, in its family's units), "
+        "GaussianProcessRegressor (Matérn-5/2, ML-II every iteration) and random search. "
+        "Simple regret against each member's minimum on a 4,001-point grid.",
         "bayes_opt_family.json",
-        "python benchmarks/bayes_opt_family.py --work-dir PATH --local --threads 1 "
-        "--json benchmarks/results/bayes_opt_family.json",
+        "python benchmarks/bayes_opt_family.py --work-dir PATH --local --no-denoise "
+        "--threads 1 --json benchmarks/results/bayes_opt_family.json",
         "beyond the paper: its priors are GP draws only.",
         "args: {...}, n_init, prior: {name, steps, final_loss, config, ...}, seconds_per_run: "
         "{method: s}, cpu_seconds_per_run: {method: s}, regret: {method: [[per evaluation] "
