@@ -70,10 +70,32 @@ def _tabular_xy(name):
     if name == "hastie":  # 10 Gaussian features, class: sum of squares above 9.34
         X, y = ds.make_hastie_10_2(n_samples=1000, random_state=606)
         return X, (y > 0).astype(int), True
+    if name in STATSMODELS_TABULAR:  # real survey and economic data bundled with statsmodels
+        return (*_statsmodels_tabular(name), False)
     if name == "friedman1":  # 5 informative of 10 features, noise std 1
         X, y = ds.make_friedman1(n_samples=1000, n_features=10, noise=1.0, random_state=303)
         return X, y, False
     raise ValueError(f"unknown tabular data set {name!r}")
+
+
+#: Regression tables bundled with statsmodels: name -> (loader, target, rows kept).
+STATSMODELS_TABULAR = {"fair": ("fair", "affairs", 3000), "star98": ("star98", None, None),
+                       "anes96": ("anes96", "PID", None)}
+
+
+def _statsmodels_tabular(name):
+    """(X, y) of a bundled statsmodels table: Fair's affairs (first 3000 rows), the share of
+    pupils above the national median per district (star98), party identification (anes96)."""
+    import statsmodels.datasets as smd
+
+    module, target, n_rows = STATSMODELS_TABULAR[name]
+    df = getattr(smd, module).load_pandas().data.iloc[:n_rows]
+    if name == "star98":
+        y = df["NABOVE"] / (df["NABOVE"] + df["NBELOW"])
+        X = df.drop(columns=["NABOVE", "NBELOW"])
+    else:
+        y, X = df[target], df.drop(columns=target)
+    return X.to_numpy(np.float64), y.to_numpy(np.float64)
 
 
 def tabular_semi(ctx, name, n_labelled):

@@ -149,9 +149,10 @@ def _tab(name, split, n_labelled=None, quick=False, regression=False):
                     data.tabular_full, dict(name=name)))
 
 
-def _tab_full(name, split):
+def _tab_full(name, split, regression=False):
     """The fully labelled row of a tabular set alone."""
-    return Dataset("tabular", f"{name}, all labelled", split, "clf_full", data.tabular_full,
+    return Dataset("tabular", f"{name}, all labelled", split,
+                   "reg_full" if regression else "clf_full", data.tabular_full,
                    dict(name=name))
 
 
@@ -209,6 +210,10 @@ DATASETS = (
     *_tab("blobs4", "heldout", 20),
     # tabular regression (DIFFormerRegressor, when importable)
     *_tab("friedman1", "dev", 50, regression=True),
+    # real regression tables, fully labelled (added with dropout="auto")
+    _tab_full("fair", "dev", regression=True),
+    _tab_full("star98", "dev", regression=True),
+    _tab_full("anes96", "dev", regression=True),
     *_tab("diabetes", "heldout", 50, regression=True),
     # graphs: Cora and contextual stochastic block models (5 classes, mean degree 8,
     # 16 informative + 16 noise features, 20 labels per class)
