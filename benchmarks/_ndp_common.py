@@ -9,7 +9,7 @@ from pathlib import Path
 
 import numpy as np
 import torch
-from _results import header
+from _results import header, relative_path
 from _results import write_json as write_results
 
 
@@ -25,8 +25,13 @@ def apply_runtime_args(args):
 
 
 def write_json(path, payload):
-    """Write ``payload`` under the common header (:func:`_results.header`), complete."""
+    """Write ``payload`` under the common header (:func:`_results.header`), complete; path
+    arguments in ``payload["args"]`` are recorded as the command records them (relative to
+    the repository, or ``PATH``)."""
     script = Path(sys.argv[0]).name
+    if isinstance(payload.get("args"), dict):
+        payload = {**payload, "args": {k: relative_path(v) if isinstance(v, str) else v
+                                       for k, v in payload["args"].items()}}
     write_results(path, {**header(script, torch.get_num_threads()), **payload}, complete=True)
     print(f"written to {path}")
 

@@ -29,7 +29,7 @@ ROOT = Path(__file__).resolve().parents[1]
 _LOAD_AT_START = round(os.getloadavg()[0], 2) if hasattr(os, "getloadavg") else None
 
 
-def _relative(arg):
+def relative_path(arg):
     """A path argument relative to the repository root; other absolute paths become
     ``PATH`` (machine paths are not recorded)."""
     if not os.path.isabs(arg):
@@ -70,7 +70,7 @@ def command(script, argv=None):
         elif a.startswith("--data-home="):
             a = f"--data-home={DATA_HOME}"
         else:
-            a = _relative(a)
+            a = relative_path(a)
         out.append(a)
     # shlex.join would quote the placeholder; it is left bare so that a shell expands it
     quoted = [a if a.endswith(DATA_HOME) else shlex.quote(a) for a in out]

@@ -118,5 +118,20 @@ def test_hardware_line_says_when_the_machine_was_loaded():
 @pytest.mark.parametrize("path", sorted(skdiff_benchmarks.RESULTS.glob("*.json")),
                          ids=lambda p: p.name)
 def test_no_results_file_records_a_machine_path(path):
-    for cmd in _commands(json.loads(path.read_text())):
+    doc = json.loads(path.read_text())
+    for cmd in _commands(doc):
         assert not [t for t in cmd.split() if t.startswith("/") or "=/" in t], cmd
+    # nor anywhere else, e.g. a path argument among the recorded ``args``
+    assert not [s for s in _strings(doc) if s.startswith("/")]
+
+
+def _strings(doc):
+    """Every string value anywhere in a results document."""
+    if isinstance(doc, str):
+        yield doc
+    elif isinstance(doc, dict):
+        for v in doc.values():
+            yield from _strings(v)
+    elif isinstance(doc, list):
+        for v in doc:
+            yield from _strings(v)
