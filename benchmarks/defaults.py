@@ -201,7 +201,8 @@ DATASETS = (
     *_tab("digits", "dev", 10, quick=True),
     *_tab("breast_cancer", "dev", 20),
     *_tab("blobs3", "dev", 5),
-    # low-dimensional nonlinear classes, fully labelled (added with dropout="auto")
+    # low-dimensional nonlinear classes, fully labelled: the generators dropout="auto" was
+    # chosen on
     _tab_full("circles", "dev"),
     _tab_full("moons", "dev"),
     _tab_full("hastie", "dev"),
@@ -210,7 +211,7 @@ DATASETS = (
     *_tab("blobs4", "heldout", 20),
     # tabular regression (DIFFormerRegressor, when importable)
     *_tab("friedman1", "dev", 50, regression=True),
-    # real regression tables, fully labelled (added with dropout="auto")
+    # real regression tables, fully labelled (not used to choose any default)
     _tab_full("fair", "dev", regression=True),
     _tab_full("star98", "dev", regression=True),
     _tab_full("anes96", "dev", regression=True),

@@ -309,23 +309,29 @@ class _DIFFormerBase(NeuralEstimatorBase):
         if reset:
             seeds = rows if valid_rows is None else np.setdiff1d(rows, valid_rows)
             self.graph_weight_ = self._resolved_graph_weight(inputs, targets, seeds)
-            self.dropout_ = self._resolved_dropout(inputs, rows.size < n_rows)
+            self.dropout_ = self._resolved_dropout(inputs, rows)
         return FitData(rows=rows, strata=None if strata is None else strata[rows],
                        valid_rows=valid_rows,
                        extra=dict(inputs=inputs, targets=targets, weights=weights,
                                   graph=graph))
 
-    def _resolved_dropout(self, inputs, some_unlabelled):
-        """``dropout`` with ``"auto"`` resolved: scarce labels (unlabelled rows or a graph)
-        keep ``AUTO_DROPOUT``, fully labelled rows without a graph train without dropout."""
+    @staticmethod
+    def _labels_scarce(inputs, rows):
+        """Whether some rows are unlabelled (or weigh 0) or the rows form a graph: the fits
+        ``dropout="auto"`` regularises. ``rows``: the labelled rows of positive weight."""
+        return inputs.has_graph or rows.size < inputs.n
+
+    @property
+    def _dropout_used(self):
+        """The network's dropout (``dropout_``; ``dropout`` before a fit)."""
+        return getattr(self, "dropout_", self.dropout)
+
+    def _resolved_dropout(self, inputs, rows):
+        """``dropout`` with ``"auto"`` resolved: scarce labels keep ``AUTO_DROPOUT``, fully
+        labelled rows without a graph train without dropout."""
         if self.dropout != "auto":
             return float(self.dropout)
-        scarce = some_unlabelled or inputs.has_graph or self._uncertainty_needs_dropout()
-        return AUTO_DROPOUT if scarce else 0.0
-
-    def _uncertainty_needs_dropout(self):
-        """Whether the predictive spread comes from dropout alone (see the regressor)."""
-        return False
+        return AUTO_DROPOUT if self._labels_scarce(inputs, rows) else 0.0
 
     def _resolved_graph_weight(self, inputs, targets, seeds):
         """``graph_weight`` with ``"auto"`` resolved by :func:`graph_helps_features` over
@@ -570,7 +576,7 @@ class _DIFFormerBase(NeuralEstimatorBase):
     def _mc_outputs(self, inputs, n_samples, seed):
         """Monte Carlo dropout forwards; a network without dropout has one answer, repeated
         (with a warning: the draws carry no spread)."""
-        if getattr(self, "dropout_", self.dropout) != 0:
+        if self._dropout_used != 0:
             return super()._mc_outputs(inputs, n_samples, seed)
         warnings.warn(
             f"{type(self).__name__} was trained without dropout (dropout_=0; dropout='auto' "
@@ -1070,24 +1076,24 @@ class DIFFormerRegressor(RegressorTask, _DIFFormerBase):
         # the Gaussian head under Monte Carlo dropout: with few labelled rows the variance
         # fitted to them understates the errors elsewhere, and the spread of the passes adds
         # what the network does not know there; a network without dropout has one pass
-        return getattr(self, "dropout_", self.dropout) != 0
+        return self._dropout_used != 0
 
-    def _resolved_dropout(self, inputs, some_unlabelled):
-        dropout = super()._resolved_dropout(inputs, some_unlabelled)
-        if self.dropout == "auto" and dropout == 0 and \
-                math.ceil(self.validation_fraction * inputs.n) < MIN_CALIBRATION_ROWS:
-            return AUTO_DROPOUT  # too few rows to calibrate a head without dropout
+    def _resolved_dropout(self, inputs, rows):
+        dropout = super()._resolved_dropout(inputs, rows)
+        # "auto" keeps dropout where the spread is dropout's alone, or where too few rows
+        # would be held out to calibrate a head without it
+        if self.dropout == "auto" and dropout == 0 and (
+                self.uncertainty == "mc_dropout" or
+                math.ceil(self.validation_fraction * inputs.n) < MIN_CALIBRATION_ROWS):
+            return AUTO_DROPOUT
         return dropout
-
-    def _uncertainty_needs_dropout(self):
-        return self.uncertainty == "mc_dropout"
 
     def _needs_validation_rows(self, data):
         # without dropout the Gaussian head is the whole predictive spread, fitted to rows
         # the network has seen: fully labelled rows give up a validation split to calibrate
         # it (std_scale_), and early stopping keeps the best epoch on them
-        return self.dropout_ == 0 and not data.inputs.has_graph and \
-            data.rows.size == data.inputs.n and self._gaussian
+        return self.dropout_ == 0 and self._gaussian and \
+            not self._labels_scarce(data.inputs, data.rows)
 
     def _calibrate(self, valid_outputs, valid_targets):
         self._calibrate_std(lambda: valid_outputs, valid_targets)
