@@ -31,7 +31,7 @@ from ._checks import fit_scale, split_unlabelled, warn_if_marker_looks_like_a_cl
 from ._docs import fill_doc
 from .nn.losses import GaussianNLL, WeightedCrossEntropy, WeightedMSE, gaussian_variance
 
-__all__ = ["ClassifierTask", "RegressorTask"]
+__all__ = ["ClassifierTask", "RegressorTask", "beats_by_one_se", "mean_difference_se"]
 
 
 def _as_label_array(y):
@@ -205,6 +205,37 @@ _Z90 = 1.6448536269514722
 
 #: Fewest validation rows the Gaussian head's standard deviation is calibrated on.
 MIN_CALIBRATION_ROWS = 20
+
+
+def mean_difference_se(dev, w, n_lags=0):
+    """Standard error of the weighted mean of a per-row difference (of squared errors, say),
+    given ``dev``, its deviations from that mean (rows in order), and weights ``w`` summing
+    to 1.
+
+    Independent rows give the standard error of a weighted mean, ``sqrt(sum w^2 dev^2)``.
+    With ``n_lags`` > 0 the rows are in time order and neighbours are correlated (windows of
+    one series that forecast overlapping stretches of it): the variance of the mean then
+    takes the autocovariances up to that lag into account with Bartlett weights
+    (Newey-West), as the Diebold-Mariano test of two forecasts does.
+    """
+    wd = w * dev
+    var = float(wd @ wd)
+    n_lags = min(int(n_lags), len(dev) - 1)
+    for k in range(1, n_lags + 1):  # one vector product per lag
+        var += 2.0 * (1.0 - k / (n_lags + 1)) * float(wd[k:] @ wd[:-k])
+    return float(np.sqrt(max(var, 0.0)))
+
+
+def beats_by_one_se(err, err_simple, w, se=mean_difference_se, **se_kwargs):
+    """Whether per-row errors ``err`` beat those of a simpler model, ``err_simple``, by the
+    one-standard-error rule of penalised regression: their weighted mean (weights ``w``
+    summing to 1) is lower by more than the standard error of the mean per-row difference
+    (``se(deviations, w, **se_kwargs)``). Returns ``(decision, mean difference, its
+    standard error)``."""
+    diff = np.asarray(err, dtype=np.float64) - np.asarray(err_simple, dtype=np.float64)
+    mean = float(w @ diff)
+    stderr = se(diff - mean, w, **se_kwargs)
+    return -mean > stderr, mean, stderr
 
 
 class RegressorTask(RegressorMixin, EstimatorBase):

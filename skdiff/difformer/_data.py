@@ -294,6 +294,11 @@ class GraphInputs:
             item["adj"] = normalized_block(self.adjacency, nodes, self.device)
         return item
 
+    def scaled_features(self):
+        """Scaled features of all samples, float32 (CSR stays CSR), as the network reads
+        them."""
+        return self._scaled(self.features)
+
     def rows(self, start, stop):
         """Scaled features of rows ``start:stop`` as a tensor (dense or sparse)."""
         return _feature_tensor(self._scaled(self.features[start:stop]), self.device)

@@ -25,7 +25,7 @@ from .._checks import check_sample_weight, check_target_length, fit_scale, valid
 from .._docs import fill_doc, parse_docs
 from .._engine import StartAsEpochZero
 from .._graph import check_adjacency
-from .._tasks import ClassifierTask, RegressorTask
+from .._tasks import ClassifierTask, RegressorTask, beats_by_one_se, mean_difference_se
 from ..nn.flowformer import Flowformer
 from ..nn.graph import edge_index_from_scipy, normalized_adjacency
 from ._data import check_ragged, logistic_skip, ridge_skip
@@ -372,16 +372,10 @@ def _forecast_comparison_se(dev, w, n_outputs):
     Rows are windows of a series: neighbouring windows forecast overlapping stretches of
     it, so their errors are correlated, and the variance of the mean takes the
     autocovariances into account up to lag ``n_outputs - 1`` (the forecast horizon of a
-    univariate series) with Bartlett weights (Newey-West), as the Diebold-Mariano test of
-    two h-step forecasts does. Independent rows contribute only lag 0: the standard error
-    of a weighted mean, ``sqrt(sum w^2 dev^2)``.
+    univariate series), as the Diebold-Mariano test of two h-step forecasts does
+    (:func:`~skdiff._tasks.mean_difference_se`). Independent rows contribute only lag 0.
     """
-    wd = w * dev
-    var = float(wd @ wd)
-    n_lags = min(int(n_outputs), len(dev)) - 1
-    for k in range(1, n_lags + 1):  # at most the horizon's lags, each one vector product
-        var += 2.0 * (1.0 - k / (n_lags + 1)) * float(wd[k:] @ wd[:-k])
-    return float(np.sqrt(max(var, 0.0)))
+    return mean_difference_se(dev, w, n_lags=int(n_outputs) - 1)
 
 
 @fill_doc(FLOWFORMER_DOCS)
@@ -555,10 +549,9 @@ class FlowformerRegressor(RegressorTask, _FlowformerBase):
             err_skip = ((self._outputs(data.X[valid])[:, :k] - target) ** 2).mean(1)
         # one-standard-error rule: the encoder must lower the validation MSE by more than
         # the standard error of the mean per-row difference
-        diff = err_net - err_skip
-        mean = float(w @ diff)
-        se = _forecast_comparison_se(diff - mean, w, self.n_outputs_)
-        if -mean <= se:
+        better, _, _ = beats_by_one_se(err_net, err_skip, w, se=_forecast_comparison_se,
+                                       n_outputs=self.n_outputs_)
+        if not better:
             self.encoder_used_ = False
             return
         with torch.no_grad():

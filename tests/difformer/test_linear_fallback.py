@@ -1,0 +1,134 @@
+"""DIFFormerRegressor's ``linear_fallback``: a ridge the network must beat on validation rows."""
+
+import numpy as np
+import pytest
+import scipy.sparse as sp
+from sklearn.datasets import make_friedman1, make_regression
+from sklearn.linear_model import RidgeCV
+
+from skdiff import DIFFormerRegressor, Graph
+from skdiff._tasks import mean_difference_se
+from skdiff.difformer._estimators import FALLBACK_ALPHAS
+
+FAST = dict(n_layers=2, hidden_dim=32, max_epochs=60, device="cpu")
+# the network needs its default training to learn Friedman #1 (2-3 s a fit)
+FULL = dict(device="cpu")
+
+
+@pytest.fixture(scope="module")
+def linear():
+    """A target linear in 5 of 20 features: the ridge's ground."""
+    X, y = make_regression(400, 20, n_informative=5, noise=10.0, random_state=0)
+    return X[:300], y[:300], X[300:], y[300:]
+
+
+@pytest.fixture(scope="module")
+def friedman():
+    """Friedman #1: a nonlinear target the ridge explains 72 % of."""
+    X, y = make_friedman1(1000, noise=1.0, random_state=0)
+    return X[:800], y[:800], X[800:], y[800:]
+
+
+def _mse(y, pred):
+    return float(np.mean((y - pred) ** 2))
+
+
+def test_a_linear_target_gets_the_ridge(linear):
+    Xtr, ytr, Xte, yte = linear
+    reg = DIFFormerRegressor(**FAST, random_state=0).fit(Xtr, ytr)
+    net = DIFFormerRegressor(**FAST, linear_fallback=False, random_state=0).fit(Xtr, ytr)
+    assert reg.linear_fallback == "auto" and not reg.network_used_
+    assert net.network_used_ and net.linear_fallback_ is None
+    # the ridge predicts: its means, in the units of y, on the scaled features
+    ridge = reg.linear_fallback_
+    assert isinstance(ridge, RidgeCV) and ridge.alphas == FALLBACK_ALPHAS
+    scaled = (Xte - reg._feature_scaling.mean_) / reg._feature_scaling.scale_
+    np.testing.assert_allclose(reg.predict(Xte), ridge.predict(scaled) * reg.y_scale_[0]
+                               + reg.y_mean_[0], rtol=1e-5, atol=1e-4)
+    # far better than the network alone on this target, and calibrated on the ridge's errors
+    assert _mse(yte, reg.predict(Xte)) < 0.5 * _mse(yte, net.predict(Xte))
+    assert _mse(yte, reg.predict(Xte)) < 1.3 * 10.0 ** 2  # near the noise variance
+    mean, std = reg.predict(Xte, return_std=True)
+    assert 0.85 <= np.mean(np.abs(yte - mean) <= 1.96 * std) <= 1.0
+    # sample_posterior and transduction_ take the same means
+    draws = reg.sample_posterior(Xte, n_samples=400, random_state=0)
+    np.testing.assert_allclose(draws.mean(-1), mean, atol=4 * std.max() / np.sqrt(400))
+    np.testing.assert_allclose(reg.transduction_, reg.predict(Xtr), rtol=1e-5, atol=1e-4)
+
+
+def test_a_nonlinear_target_keeps_the_network(friedman):
+    Xtr, ytr, Xte, yte = friedman
+    reg = DIFFormerRegressor(**FULL, random_state=0).fit(Xtr, ytr)
+    net = DIFFormerRegressor(**FULL, linear_fallback=False, random_state=0).fit(Xtr, ytr)
+    assert reg.network_used_ and reg.linear_fallback_ is not None
+    # the comparison changes nothing the network predicts
+    np.testing.assert_allclose(reg.predict(Xte), net.predict(Xte), rtol=1e-6)
+    ridge = RidgeCV(alphas=FALLBACK_ALPHAS).fit(Xtr, ytr)
+    assert _mse(yte, reg.predict(Xte)) < 0.8 * _mse(yte, ridge.predict(Xte))
+
+
+@pytest.mark.parametrize("data", ["linear", "friedman"])
+def test_the_decision_is_the_one_standard_error_rule(data, request):
+    """Recomputed from the validation rows of a ``validation_mask``: the network is kept
+    exactly when its validation MSE is lower than the ridge's by more than one standard
+    error of the mean per-row difference (standardised targets)."""
+    Xtr, ytr, _, _ = request.getfixturevalue(data)
+    kw = FAST if data == "linear" else FULL
+    mask = np.zeros(len(ytr), dtype=bool)
+    mask[::8] = True
+    reg = DIFFormerRegressor(**kw, linear_fallback=True, random_state=0).fit(
+        Xtr, ytr, validation_mask=mask)
+    net = DIFFormerRegressor(**kw, linear_fallback=False, random_state=0).fit(
+        Xtr, ytr, validation_mask=mask)
+    scale = reg._feature_scaling
+    ridge = RidgeCV(alphas=FALLBACK_ALPHAS).fit(
+        ((Xtr - scale.mean_) / scale.scale_)[~mask].astype(np.float32),
+        ((ytr - reg.y_mean_[0]) / reg.y_scale_[0])[~mask])
+    assert ridge.alpha_ == reg.linear_fallback_.alpha_
+    yv = (ytr[mask] - reg.y_mean_[0]) / reg.y_scale_[0]
+    err_net = ((net.predict(Xtr[mask]) - reg.y_mean_[0]) / reg.y_scale_[0] - yv) ** 2
+    err_ridge = (ridge.predict(((Xtr[mask] - scale.mean_) / scale.scale_).astype(np.float32))
+                 - yv) ** 2
+    diff = err_net - err_ridge
+    w = np.full(mask.sum(), 1 / mask.sum())
+    kept = -diff.mean() > mean_difference_se(diff - diff.mean(), w)
+    assert reg.network_used_ == kept
+    assert kept == (data == "friedman")
+
+
+def test_auto_is_off_where_the_network_has_more_to_draw_on(linear):
+    Xtr, ytr, _, _ = linear
+    short = dict(FAST, max_epochs=2, random_state=0)
+    semi = DIFFormerRegressor(**short).fit(Xtr, np.where(np.arange(300) % 2, ytr, np.nan))
+    A = sp.eye(300, k=1, format="csr")
+    graph = DIFFormerRegressor(**short).fit(Xtr, ytr, adjacency=A)
+    g = Graph(Xtr, A)
+    graph_mode = DIFFormerRegressor(**short).fit(g.node_ids(), ytr, graph=g)
+    few = DIFFormerRegressor(**short).fit(Xtr[:190], ytr[:190])  # 19 validation rows
+    mc = DIFFormerRegressor(**short, uncertainty="mc_dropout").fit(Xtr, ytr)
+    no_split = DIFFormerRegressor(**short, early_stopping=False).fit(Xtr, ytr)
+    for est in (semi, graph, graph_mode, few, mc, no_split):
+        assert est.network_used_ and est.linear_fallback_ is None
+    # True compares wherever there are validation rows (here with a graph among the rows)
+    forced = DIFFormerRegressor(**short, linear_fallback=True).fit(Xtr, ytr, adjacency=A)
+    assert forced.linear_fallback_ is not None
+
+
+def test_linear_fallback_errors_name_the_parameter_and_the_fix(linear):
+    Xtr, ytr, _, _ = linear
+    short = dict(FAST, max_epochs=2, random_state=0, linear_fallback=True)
+    g = Graph(Xtr, sp.eye(300, k=1, format="csr"))
+    with pytest.raises(ValueError, match=r"linear_fallback=True .* graph mode"):
+        DIFFormerRegressor(**short).fit(g.node_ids(), ytr, graph=g)
+    with pytest.raises(ValueError, match=r"linear_fallback=True .*uncertainty='mc_dropout'"):
+        DIFFormerRegressor(**short, uncertainty="mc_dropout").fit(Xtr, ytr)
+    with pytest.raises(ValueError, match=r"holds 0 \(early_stopping=False.*validation_mask"):
+        DIFFormerRegressor(**short, early_stopping=False).fit(Xtr, ytr)
+    with pytest.raises(ValueError, match="linear_fallback"):
+        DIFFormerRegressor(linear_fallback="ridge").fit(Xtr, ytr)
+
+
+def test_verbose_reports_the_comparison(linear, capsys):
+    Xtr, ytr, _, _ = linear
+    DIFFormerRegressor(**FAST, random_state=0, verbose=1).fit(Xtr, ytr)
+    assert "linear_fallback: the network's validation MSE is" in capsys.readouterr().out
