@@ -39,12 +39,26 @@ def test_a_linear_target_gets_the_ridge(linear):
     net = DIFFormerRegressor(**FAST, linear_fallback=False, random_state=0).fit(Xtr, ytr)
     assert reg.linear_fallback == "auto" and not reg.network_used_
     assert net.network_used_ and net.linear_fallback_ is None
-    # the ridge predicts: its means, in the units of y, on the scaled features
+    # the ridge predicts, refitted to all rows: its means, in the units of y, on the scaled
+    # features, and its leave-one-out error as the variance
     ridge = reg.linear_fallback_
     assert isinstance(ridge, RidgeCV) and ridge.alphas == FALLBACK_ALPHAS
-    scaled = (Xte - reg._feature_scaling.mean_) / reg._feature_scaling.scale_
-    np.testing.assert_allclose(reg.predict(Xte), ridge.predict(scaled) * reg.y_scale_[0]
+    scale = reg._feature_scaling
+    scaled = ((Xtr - scale.mean_) / scale.scale_).astype(np.float32)
+    ys = (ytr - reg.y_mean_[0]) / reg.y_scale_[0]
+    ref = RidgeCV(alphas=list(FALLBACK_ALPHAS)).fit(scaled, ys)
+    assert ridge.alpha_ == ref.alpha_
+    np.testing.assert_allclose(ridge.coef_.ravel(), ref.coef_, rtol=1e-5)
+    test_scaled = ((Xte - scale.mean_) / scale.scale_).astype(np.float32)
+    np.testing.assert_allclose(reg.predict(Xte), ref.predict(test_scaled) * reg.y_scale_[0]
                                + reg.y_mean_[0], rtol=1e-5, atol=1e-4)
+    loo = np.mean([(ref.fit(np.delete(scaled, i, 0), np.delete(ys, i)).predict(scaled[i:i + 1])
+                    [0] - ys[i]) ** 2 for i in range(0, 300, 10)])  # a slow subsample
+    assert ridge.loo_mse_[0] == pytest.approx(loo, rel=0.3)
+    _, std = reg.predict(Xte, return_std=True)
+    np.testing.assert_allclose(std, np.sqrt(ridge.loo_mse_[0] + 1e-6) * reg.y_scale_[0],
+                               rtol=1e-4)
+    assert reg.std_scale_[0] == 1.0
     # far better than the network alone on this target, and calibrated on the ridge's errors
     assert _mse(yte, reg.predict(Xte)) < 0.5 * _mse(yte, net.predict(Xte))
     assert _mse(yte, reg.predict(Xte)) < 1.3 * 10.0 ** 2  # near the noise variance
@@ -81,14 +95,17 @@ def test_the_decision_is_the_one_standard_error_rule(data, request):
     net = DIFFormerRegressor(**kw, linear_fallback=False, random_state=0).fit(
         Xtr, ytr, validation_mask=mask)
     scale = reg._feature_scaling
-    ridge = RidgeCV(alphas=FALLBACK_ALPHAS).fit(
-        ((Xtr - scale.mean_) / scale.scale_)[~mask].astype(np.float32),
-        ((ytr - reg.y_mean_[0]) / reg.y_scale_[0])[~mask])
-    assert ridge.alpha_ == reg.linear_fallback_.alpha_
+    scaled = ((Xtr - scale.mean_) / scale.scale_).astype(np.float32)
+    ys = (ytr - reg.y_mean_[0]) / reg.y_scale_[0]
+    ridge = RidgeCV(alphas=list(FALLBACK_ALPHAS)).fit(scaled[~mask], ys[~mask])
+    # the ridge kept is the compared one, or the one refitted to all rows that predicts
+    kept_ridge = RidgeCV(alphas=list(FALLBACK_ALPHAS)).fit(
+        *((scaled, ys) if not reg.network_used_ else (scaled[~mask], ys[~mask])))
+    np.testing.assert_allclose(reg.linear_fallback_.coef_.ravel(), kept_ridge.coef_,
+                               rtol=1e-5, atol=1e-7)
     yv = (ytr[mask] - reg.y_mean_[0]) / reg.y_scale_[0]
     err_net = ((net.predict(Xtr[mask]) - reg.y_mean_[0]) / reg.y_scale_[0] - yv) ** 2
-    err_ridge = (ridge.predict(((Xtr[mask] - scale.mean_) / scale.scale_).astype(np.float32))
-                 - yv) ** 2
+    err_ridge = (ridge.predict(scaled[mask]) - yv) ** 2
     diff = err_net - err_ridge
     w = np.full(mask.sum(), 1 / mask.sum())
     kept = -diff.mean() > mean_difference_se(diff - diff.mean(), w)
@@ -104,11 +121,15 @@ def test_auto_is_off_where_the_network_has_more_to_draw_on(linear):
     graph = DIFFormerRegressor(**short).fit(Xtr, ytr, adjacency=A)
     g = Graph(Xtr, A)
     graph_mode = DIFFormerRegressor(**short).fit(g.node_ids(), ytr, graph=g)
-    few = DIFFormerRegressor(**short).fit(Xtr[:190], ytr[:190])  # 19 validation rows
+    few = DIFFormerRegressor(**short).fit(Xtr[:40], ytr[:40])  # 4 validation rows
     mc = DIFFormerRegressor(**short, uncertainty="mc_dropout").fit(Xtr, ytr)
     no_split = DIFFormerRegressor(**short, early_stopping=False).fit(Xtr, ytr)
     for est in (semi, graph, graph_mode, few, mc, no_split):
         assert est.network_used_ and est.linear_fallback_ is None
+    # from 5 validation rows it compares (50 rows), holding them out even with dropout
+    small = DIFFormerRegressor(**short).fit(Xtr[:50], ytr[:50])
+    assert small.linear_fallback_ is not None and small.early_stopping_ is True
+    assert small.dropout_ == 0.2  # too few validation rows to calibrate the head
     # True compares wherever there are validation rows (here with a graph among the rows)
     forced = DIFFormerRegressor(**short, linear_fallback=True).fit(Xtr, ytr, adjacency=A)
     assert forced.linear_fallback_ is not None

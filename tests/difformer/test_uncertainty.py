@@ -10,8 +10,10 @@ from skdiff import DIFFormerRegressor
 from skdiff.nn import DIFFormer
 from skdiff.nn.losses import GaussianNLL, WeightedMSE
 
-# dropout as with scarce labels: the Monte Carlo passes most tests here are about
-FAST = dict(n_layers=2, hidden_dim=32, max_epochs=80, dropout=0.2, device="cpu")
+# dropout as with scarce labels: the Monte Carlo passes most tests here are about; the
+# network's own head (not the ridge linear_fallback may predict with)
+FAST = dict(n_layers=2, hidden_dim=32, max_epochs=80, dropout=0.2, linear_fallback=False,
+            device="cpu")
 
 
 @pytest.fixture(scope="module")
@@ -178,7 +180,11 @@ def test_auto_dropout_of_the_regressor(friedman):
     short = dict(kw, max_epochs=2)
     semi = DIFFormerRegressor(**short).fit(Xtr, y_semi)
     assert semi.dropout_ == 0.2 and semi.early_stopping_ is False
-    few = DIFFormerRegressor(**short).fit(Xtr[:190], ytr[:190])  # 19 validation rows
-    assert few.dropout_ == 0.2 and few.early_stopping_ is False
+    # 19 validation rows: too few to calibrate the head (the linear fallback still
+    # compares on them)
+    few = DIFFormerRegressor(**dict(short, linear_fallback="auto")).fit(Xtr[:190], ytr[:190])
+    assert few.dropout_ == 0.2 and few.early_stopping_ is True
+    no_fallback = DIFFormerRegressor(**short).fit(Xtr[:190], ytr[:190])
+    assert no_fallback.dropout_ == 0.2 and no_fallback.early_stopping_ is False
     mc = DIFFormerRegressor(**short, uncertainty="mc_dropout").fit(Xtr, ytr)
     assert mc.dropout_ == 0.2 and mc.early_stopping_ is False
