@@ -1134,13 +1134,13 @@ class DIFFormerRegressor(RegressorTask, _DIFFormerBase):
         # compared with a ridge on it (linear_fallback), and without dropout the Gaussian
         # head, then the whole predictive spread fitted to rows the network has seen, is
         # calibrated on it (std_scale_); early stopping keeps the best epoch on it
-        if self.linear_fallback is True:
+        if self._fallback_forced:
             return True
         return self._gaussian and not self._labels_scarce(data.inputs, data.rows) and (
             self.dropout_ == 0 or self.linear_fallback == "auto")
 
     def _make_data(self, X, y, *, reset, graph=None, **fit_params):
-        if self.linear_fallback is True:  # numpy's True too
+        if self._fallback_forced:
             if graph is not None:
                 raise ValueError(
                     "linear_fallback=True fits a ridge on the rows' features, which graph mode "
@@ -1155,7 +1155,7 @@ class DIFFormerRegressor(RegressorTask, _DIFFormerBase):
 
     def _validation_rows(self, data):
         train, valid = super()._validation_rows(data)
-        if self.linear_fallback is True and valid.size < 2:
+        if self._fallback_forced and valid.size < 2:
             raise ValueError(
                 f"linear_fallback=True compares the network with a ridge on validation rows, "
                 f"and this fit holds {valid.size} (early_stopping={self.early_stopping!r}, "
@@ -1164,13 +1164,18 @@ class DIFFormerRegressor(RegressorTask, _DIFFormerBase):
                 "linear_fallback='auto' or False.")
         return train, valid
 
+    @property
+    def _fallback_forced(self):
+        """``linear_fallback=True`` (numpy's ``True`` too), as opposed to ``"auto"``."""
+        return not isinstance(self.linear_fallback, str) and bool(self.linear_fallback)
+
     def _fallback_on(self, data, valid):
         """Whether ``linear_fallback`` compares the network with a ridge in this fit."""
         if self.linear_fallback == "auto":
             return (data.graph is None and self._gaussian
                     and not self._labels_scarce(data.inputs, data.rows)
                     and valid.size >= MIN_FALLBACK_ROWS)
-        return bool(self.linear_fallback)
+        return self._fallback_forced
 
     def _fallback_outputs(self, outputs, data, train, valid):
         """Compare the network with a ridge fitted to the training rows; keep the network's

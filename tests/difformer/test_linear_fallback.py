@@ -145,6 +145,9 @@ def test_linear_fallback_errors_name_the_parameter_and_the_fix(linear):
         DIFFormerRegressor(**short, uncertainty="mc_dropout").fit(Xtr, ytr)
     with pytest.raises(ValueError, match=r"holds 0 \(early_stopping=False.*validation_mask"):
         DIFFormerRegressor(**short, early_stopping=False).fit(Xtr, ytr)
+    with pytest.raises(ValueError, match=r"holds 0 \(early_stopping=False"):
+        DIFFormerRegressor(**{**short, "linear_fallback": np.True_},
+                           early_stopping=False).fit(Xtr, ytr)  # numpy's True is True
     with pytest.raises(ValueError, match="linear_fallback"):
         DIFFormerRegressor(linear_fallback="ridge").fit(Xtr, ytr)
 
