@@ -21,7 +21,9 @@ hook                          what it returns
 ============================  ==============================================================
 
 and may override ``_init_module`` (start from a closed-form solution), ``_finish_fit``
-(caches for prediction), ``_monitor`` (the early-stopping score) and ``_net_kwargs``. The base
+(caches for prediction), ``_monitor`` (the early-stopping score), ``_net_kwargs``, and
+``_needs_validation_rows`` / ``_holds_out_rows`` (validation rows the estimator uses itself,
+with or without early stopping). The base
 owns parameter validation, device, seeding, the training engine, ``n_init``, warm start and
 ``partial_fit``, one validation-split policy per task (``_split_policy``), fit as a
 transaction, interruption, ``sample_posterior`` and persistence. The task layers
@@ -660,14 +662,20 @@ class NeuralEstimatorBase(EstimatorBase):
         ``AUTO_EARLY_STOPPING_ROWS`` too (an estimator that calibrates on them)."""
         return False
 
+    def _holds_out_rows(self, data):
+        """Whether ``early_stopping="auto"``, where it does not stop early, still holds out
+        validation rows (scored every epoch, not used to stop): for an estimator that uses
+        them after training, e.g. to compare the network with a simpler model."""
+        return False
+
     def _validation_rows(self, data):
         """(training rows, validation rows) by the task's ``_split_policy``.
 
         ``ceil(validation_fraction * n)`` of the candidate rows are held out (as
         :func:`~sklearn.model_selection.train_test_split` rounds), none when early stopping
-        is off or fewer than two rows would remain on either side; then early stopping
-        monitors the training loss. A stratified split falls back to a random one when a
-        class has too few rows.
+        is off (unless ``"auto"`` and :meth:`_holds_out_rows`) or fewer than two rows would
+        remain on either side; then early stopping monitors the training loss. A stratified
+        split falls back to a random one when a class has too few rows.
         """
         rows = np.asarray(data.rows)
         self.early_stopping_ = self.early_stopping
@@ -681,7 +689,9 @@ class NeuralEstimatorBase(EstimatorBase):
             return np.setdiff1d(rows, valid), valid
         n = rows.size
         n_val = math.ceil(self.validation_fraction * n)
-        if not self.early_stopping_ or n_val < 1 or n - n_val < 1:
+        hold_out = self.early_stopping_ or (self.early_stopping == "auto"
+                                            and self._holds_out_rows(data))
+        if not hold_out or n_val < 1 or n - n_val < 1:
             return rows, empty
         if self._split_policy == "last":
             return rows[:n - n_val], rows[n - n_val:]
@@ -720,8 +730,10 @@ class NeuralEstimatorBase(EstimatorBase):
             # complete epochs only (an interrupt may leave the last one without scores)
             done = [row for row in self.history_ if "train_loss" in row]
             values = [row[key] for row in done if key in row] if valid_ds is not None else []
-            if values:
-                score = float(min(values) if lower else -max(values))
+            if values:  # the kept epoch's: the best with early stopping, else the last
+                kept = (min(values) if lower else max(values)) if self.early_stopping_ \
+                    else values[-1]
+                score = float(kept if lower else -kept)
             else:
                 score = float(done[-1]["train_loss"]) if done else np.inf
             scores.append(score)

@@ -1001,10 +1001,12 @@ class DIFFormerRegressor(RegressorTask, _DIFFormerBase):
         ``predict``, ``transduction_`` and :meth:`sample_posterior` their means, and its
         leave-one-out mean squared error their variance (out of sample already:
         ``std_scale_`` is 1); ``network_used_`` records the outcome. ``"auto"``: on for a
-        fit on fully labelled rows without a graph (``early_stopping="auto"`` then holds
-        out the validation rows, however few the rows), compared from 5 validation rows,
-        i.e. 41 rows; off with unlabelled rows or a graph, which the network draws on and a
-        ridge cannot. ``True``: in every fit (an error with ``early_stopping=False``).
+        fit on fully labelled rows without a graph, compared from 5 validation rows, i.e.
+        41 rows (``early_stopping="auto"`` holds them out, and where it does not stop early,
+        below 190 rows, the network trains all ``max_epochs`` on the others); off with
+        unlabelled rows or a graph, which the network draws on and a ridge cannot, and with
+        ``early_stopping=False``. ``True``: in every fit (an error with
+        ``early_stopping=False``).
         Needs the Gaussian head and features mode (not ``graph=``). On fully labelled
         tables the network alone loses to a ridge where the target is close to linear in
         the features, and on small tables: test mean squared error 3-5 times the ridge's
@@ -1130,14 +1132,20 @@ class DIFFormerRegressor(RegressorTask, _DIFFormerBase):
         return dropout
 
     def _needs_validation_rows(self, data):
-        # fully labelled rows without a graph give up a validation split: the network is
-        # compared with a ridge on it (linear_fallback), and without dropout the Gaussian
-        # head, then the whole predictive spread fitted to rows the network has seen, is
-        # calibrated on it (std_scale_); early stopping keeps the best epoch on it
+        # without dropout the Gaussian head is the whole predictive spread, fitted to rows
+        # the network has seen: fully labelled rows give up a validation split to calibrate
+        # it (std_scale_), and early stopping keeps the best epoch on them
+        return self.dropout_ == 0 and self._gaussian and \
+            not self._labels_scarce(data.inputs, data.rows)
+
+    def _holds_out_rows(self, data):
+        # linear_fallback compares the network with a ridge on validation rows: fully
+        # labelled rows hold them out even where early_stopping="auto" does not stop early
+        # (a split of a few rows stops on noise)
         if self._fallback_forced:
             return True
-        return self._gaussian and not self._labels_scarce(data.inputs, data.rows) and (
-            self.dropout_ == 0 or self.linear_fallback == "auto")
+        return self.linear_fallback == "auto" and self._gaussian and data.graph is None \
+            and not self._labels_scarce(data.inputs, data.rows)
 
     def _make_data(self, X, y, *, reset, graph=None, **fit_params):
         if self._fallback_forced:
@@ -1159,8 +1167,8 @@ class DIFFormerRegressor(RegressorTask, _DIFFormerBase):
             raise ValueError(
                 f"linear_fallback=True compares the network with a ridge on validation rows, "
                 f"and this fit holds {valid.size} (early_stopping={self.early_stopping!r}, "
-                f"{data.rows.size} labelled rows): set early_stopping=True with "
-                "validation_fraction leaving at least 2, pass validation_mask, or set "
+                f"{data.rows.size} labelled rows): set early_stopping='auto' or True with "
+                "a validation_fraction that leaves at least 2, pass validation_mask, or set "
                 "linear_fallback='auto' or False.")
         return train, valid
 
