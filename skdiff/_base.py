@@ -792,8 +792,13 @@ class NeuralEstimatorBase(EstimatorBase):
         self._check_network_fits(data)
         try:
             return self._build_module(data)
-        except (MemoryError, RuntimeError) as exc:
-            if not isinstance(exc, MemoryError) and "alloc" not in str(exc).lower():
+        except (MemoryError, RuntimeError, SystemError) as exc:
+            # an allocation that fails inside torch's C++ code surfaces as a RuntimeError
+            # naming it, or under an address-space limit as a SystemError from a
+            # constructor that "returned NULL"
+            text = str(exc).lower()
+            if not isinstance(exc, MemoryError) and "alloc" not in text and \
+                    "returned null" not in text:
                 raise
             raise MemoryError(f"Building the network ran out of memory ({exc}); its size comes "
                               f"from {self._network_sizes()}: lower them.") from exc

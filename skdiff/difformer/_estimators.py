@@ -1215,6 +1215,8 @@ class DIFFormerRegressor(RegressorTask, _DIFFormerBase):
             self.linear_fallback_ = ridge
             return outputs
         self.network_used_ = False
+        # predictions never run the network: no cache of its summaries on the device
+        self.__dict__.pop("_device_summaries", None)
         self.linear_fallback_ = self._fit_ridge(features, targets, data.weights, data.rows)
         return self._ridge_outputs(features)
 

@@ -158,3 +158,22 @@ def test_verbose_reports_the_comparison(linear, capsys):
     Xtr, ytr, _, _ = linear
     DIFFormerRegressor(**FAST, random_state=0, verbose=1).fit(Xtr, ytr)
     assert "linear_fallback: the network's validation MSE is" in capsys.readouterr().out
+
+
+def test_a_fallback_fit_round_trips(linear, tmp_path):
+    """Pickled, copied or saved, a regressor that predicts with the ridge keeps its state
+    (the same attributes, the same predictions and samples)."""
+    import copy
+    import pickle
+
+    Xtr, ytr, Xte, _ = linear
+    reg = DIFFormerRegressor(**FAST, random_state=0).fit(Xtr, ytr)
+    assert not reg.network_used_
+    reg.save(tmp_path / "model.joblib")
+    for other in (pickle.loads(pickle.dumps(reg)), copy.deepcopy(reg),
+                  DIFFormerRegressor.load(tmp_path / "model.joblib")):
+        np.testing.assert_array_equal(other.predict(Xte, return_std=True),
+                                      reg.predict(Xte, return_std=True))
+        np.testing.assert_array_equal(other.sample_posterior(Xte, 4, random_state=0),
+                                      reg.sample_posterior(Xte, 4, random_state=0))
+        assert set(vars(other)) == set(vars(reg))
