@@ -78,6 +78,8 @@ def _notes(row):
     if "encoder_used" in extra:
         out.append("ridge skip + encoder's correction" if extra["encoder_used"]
                    else "ridge skip alone")
+    if "network_used" in extra:
+        out.append("network kept" if extra["network_used"] else "linear fallback (ridge)")
     if "in_scaler_pipeline" in extra:
         scaled = _num(extra["in_scaler_pipeline"], row["metric"])
         out.append(f"in a StandardScaler pipeline {scaled}")

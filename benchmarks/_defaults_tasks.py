@@ -121,6 +121,8 @@ def skdiff_full(Est, d, metric, *, scaled_variant=True):
         est = Est(random_state=0).fit(d.X_train, d.y_train)
     score = metric(d.y_test, est.predict(d.X_test))
     extra = {"epochs": _epochs(est), **_coverage95(est, d.y_test, d.X_test)}
+    if getattr(est, "linear_fallback_", None) is not None:  # DIFFormerRegressor compared
+        extra["network_used"] = bool(est.network_used_)
     if scaled_variant:
         with _Clock() as c2:
             pipe = make_pipeline(StandardScaler(), Est(random_state=0)).fit(d.X_train,
