@@ -1003,13 +1003,13 @@ class DIFFormerRegressor(RegressorTask, _DIFFormerBase):
         ``std_scale_`` is 1); ``network_used_`` records the outcome. ``"auto"``: on for a
         fit on fully labelled rows without a graph, compared from 5 validation rows, i.e.
         41 rows (``early_stopping="auto"`` holds them out, and where it does not stop early,
-        below 190 rows, the network trains all ``max_epochs`` on the others); off with
+        up to 190 rows, the network trains all ``max_epochs`` on the others); off with
         unlabelled rows or a graph, which the network draws on and a ridge cannot, and with
         ``early_stopping=False``. ``True``: in every fit (an error with
         ``early_stopping=False``).
         Needs the Gaussian head and features mode (not ``graph=``). On fully labelled
         tables the network alone loses to a ridge where the target is close to linear in
-        the features, and on small tables: test mean squared error 3-5 times the ridge's
+        the features, and on small tables: test mean squared error 3-6 times the ridge's
         on ``make_regression`` data with 750 rows, 1.2-1.5 times on the star98 table
         bundled with statsmodels. With the fallback those fits predict as the ridge does,
         and nonlinear ones with enough rows (Friedman #1-#3, 750 rows) keep the network.
