@@ -1099,9 +1099,8 @@ class DIFFormerRegressor(RegressorTask, _DIFFormerBase):
                  value_projection=False, attention_scope="all", block_size=1024,
                  label_propagation=False, propagation_alpha=0.5, linear_fallback="auto",
                  uncertainty="gaussian", max_epochs=300, lr=3e-3, weight_decay=5e-3,
-                 batch_size=None,
-                 early_stopping="auto",
-                 validation_fraction=0.1, n_iter_no_change=50, n_init=1, warm_start=False,
+                 batch_size=None, early_stopping="auto", validation_fraction=0.1,
+                 n_iter_no_change=50, n_init=1, warm_start=False,
                  device="auto", n_threads=None, mixed_precision=None, accelerator=None,
                  random_state=None, verbose=0, callbacks=None):
         self._init_params(locals())
@@ -1156,9 +1155,10 @@ class DIFFormerRegressor(RegressorTask, _DIFFormerBase):
                     "adjacency=...), or set linear_fallback='auto' or False.")
             if not self._gaussian:
                 raise ValueError(
-                    "linear_fallback=True recalibrates the Gaussian head on the ridge's errors, "
-                    "and uncertainty='mc_dropout' has none: set uncertainty='gaussian', or "
-                    "linear_fallback='auto' or False.")
+                    "linear_fallback=True predicts with the ridge a mean and, as the Gaussian "
+                    "head's variance, its leave-one-out error; uncertainty='mc_dropout' has no "
+                    "such head: set uncertainty='gaussian', or linear_fallback='auto' or "
+                    "False.")
         return super()._make_data(X, y, reset=reset, graph=graph, **fit_params)
 
     def _validation_rows(self, data):
