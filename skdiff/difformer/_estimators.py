@@ -1141,10 +1141,9 @@ class DIFFormerRegressor(RegressorTask, _DIFFormerBase):
         # linear_fallback compares the network with a ridge on validation rows: fully
         # labelled rows hold them out even where early_stopping="auto" does not stop early
         # (a split of a few rows stops on noise)
-        if self._fallback_forced:
-            return True
-        return self.linear_fallback == "auto" and self._gaussian and data.graph is None \
-            and not self._labels_scarce(data.inputs, data.rows)
+        return self._fallback_forced or (
+            self.linear_fallback == "auto" and self._gaussian and data.graph is None
+            and not self._labels_scarce(data.inputs, data.rows))
 
     def _make_data(self, X, y, *, reset, graph=None, **fit_params):
         if self._fallback_forced:
@@ -1178,12 +1177,11 @@ class DIFFormerRegressor(RegressorTask, _DIFFormerBase):
         return not isinstance(self.linear_fallback, str) and bool(self.linear_fallback)
 
     def _fallback_on(self, data, valid):
-        """Whether ``linear_fallback`` compares the network with a ridge in this fit."""
-        if self.linear_fallback == "auto":
-            return (data.graph is None and self._gaussian
-                    and not self._labels_scarce(data.inputs, data.rows)
-                    and valid.size >= MIN_FALLBACK_ROWS)
-        return self._fallback_forced
+        """Whether ``linear_fallback`` compares the network with a ridge in this fit:
+        always with ``True``; with ``"auto"`` in the fits that hold out rows for it
+        (:meth:`_holds_out_rows`) once there are ``MIN_FALLBACK_ROWS`` of them."""
+        return self._fallback_forced or (self._holds_out_rows(data)
+                                         and valid.size >= MIN_FALLBACK_ROWS)
 
     def _fallback_outputs(self, outputs, data, train, valid):
         """Compare the network with a ridge fitted to the training rows; keep the network's
