@@ -8,7 +8,8 @@ Low-level pieces with no scikit-learn estimator in them, imported by the estimat
 * :class:`FiniteLossGuard`, a callback that stops training on a non-finite loss;
 * :func:`torch_seed` and :func:`draw_seed`, seeding that leaves the caller's RNG untouched;
 * :func:`atomic_write`, the write-then-rename used for every file the package writes;
-* :func:`first_item`, the ``collate_fn`` of datasets whose items are whole batches.
+* :func:`first_item`, the ``collate_fn`` of datasets whose items are whole batches;
+* :func:`float64_copy`, the cached float64 copy of a fitted network that CPU inference runs.
 """
 
 from __future__ import annotations
@@ -17,6 +18,7 @@ import contextlib
 import os
 import tempfile
 import uuid
+import weakref
 from copy import deepcopy
 from pathlib import Path
 
@@ -342,3 +344,25 @@ class AcceleratedNet(AccelerateMixin, Net):
             # accelerator's device type is missing there): the loaded net's device
             state["device"] = torch.device(self.accelerator.device).type
         return state
+
+
+# float64 inference copies of fitted networks, keyed by the network (see float64_copy)
+_FLOAT64_COPIES = weakref.WeakKeyDictionary()
+
+
+def float64_copy(module):
+    """A float64 copy of the network ``module`` for inference, with its train/eval flags.
+
+    In float32, matrix products round differently for different batch sizes (~1e-7), so a
+    row's prediction would depend on which other rows share its call. The copy is cached per
+    network (outside the estimator: predict leaves its ``__dict__`` unchanged, pickles do not
+    carry it) until the weights change (any in-place update bumps a parameter's version), so
+    Monte Carlo sampling does not copy the network per sample.
+    """
+    versions = tuple(p._version for p in module.parameters())
+    cached = _FLOAT64_COPIES.get(module)
+    if cached is None or cached[0] != versions:
+        cached = _FLOAT64_COPIES[module] = (versions, deepcopy(module).double())
+    for m64, m in zip(cached[1].modules(), module.modules()):
+        m64.training = m.training  # eval, or MC dropout's train-mode dropout layers
+    return cached[1]

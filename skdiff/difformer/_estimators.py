@@ -29,6 +29,7 @@ from .._base import (
 )
 from .._checks import check_sample_weight, check_target_length, validate_data
 from .._docs import fill_doc, parse_docs
+from .._engine import float64_copy
 from .._graph import Graph, check_adjacency, check_node_ids
 from .._tasks import MIN_CALIBRATION_ROWS, ClassifierTask, RegressorTask, beats_by_one_se
 from ..nn.difformer import DIFFormer
@@ -576,12 +577,20 @@ class _DIFFormerBase(NeuralEstimatorBase):
         if mode == "joint":
             out = self._joint_outputs(inputs)[0]
             return out if inputs.ids is None else out[inputs.ids]
-        m = self.module_
+        # on the CPU in float64: float32 products round differently for different numbers of
+        # rows (~1e-7), so a row's prediction would depend on the other rows of the call
+        exact = str(self.device_) == "cpu" and getattr(self, "mixed_precision", None) is None
+        m = float64_copy(self.module_) if exact else self.module_
         chunk = self.batch_size or _PREDICT_CHUNK
         summaries = self._summaries_on_device()
+        if exact:
+            summaries = [{k: v.double() if v.is_floating_point() else v for k, v in d.items()}
+                         for d in summaries]
         out = np.empty((inputs.n, self._n_network_outputs()))
         for i in range(0, inputs.n, chunk):  # chunks of rows, not samples
-            z = m.forward_inductive(inputs.rows(i, i + chunk), summaries, graph=self._has_graph)
+            rows = inputs.rows(i, i + chunk)
+            z = m.forward_inductive(rows.double() if exact else rows, summaries,
+                                    graph=self._has_graph)
             out[i:i + chunk] = z.double().cpu().numpy()
         return out
 

@@ -5,10 +5,8 @@ See :mod:`skdiff.nn.flowformer` for the network and the user guide for the metho
 
 from __future__ import annotations
 
-import copy
 import numbers
 import warnings
-import weakref
 
 import numpy as np
 import torch
@@ -23,7 +21,7 @@ from .._base import (
 )
 from .._checks import check_sample_weight, check_target_length, fit_scale, validate_data
 from .._docs import fill_doc, parse_docs
-from .._engine import StartAsEpochZero
+from .._engine import StartAsEpochZero, float64_copy
 from .._graph import check_adjacency
 from .._tasks import ClassifierTask, RegressorTask, beats_by_one_se, mean_difference_se
 from ..nn.flowformer import Flowformer
@@ -31,9 +29,6 @@ from ..nn.graph import edge_index_from_scipy, normalized_adjacency
 from ._data import check_ragged, logistic_skip, ridge_skip
 
 __all__ = ["FlowformerClassifier", "FlowformerRegressor"]
-
-# float64 inference copies of fitted networks, keyed by the network (see _module64)
-_MODULE64 = weakref.WeakKeyDictionary()
 
 #: Most training rows the classifier's logistic start is fitted on.
 LOGISTIC_START_ROWS = 10_000
@@ -341,28 +336,10 @@ class _FlowformerBase(NeuralEstimatorBase):
             dtype = "float64" if exact else "float32"
         Xt = torch.as_tensor(Xs, dtype=getattr(torch, dtype))
         bs = 4 * (self.batch_size or 128)
-        module = self._module64(self.module_) if dtype == "float64" else self.module_
+        module = float64_copy(self.module_) if dtype == "float64" else self.module_
         outs = [module(Xt[i:i + bs].to(self.device_)).double().cpu()
                 for i in range(0, len(Xt), bs)]
         return torch.cat(outs).numpy() if outs else np.zeros((0, 0))
-
-    @staticmethod
-    def _module64(module):
-        """A float64 copy of the network for inference, with ``module``'s train/eval flags.
-
-        In float32, matrix products round differently for different batch sizes (~1e-7), so
-        a row's prediction would depend on which other rows share its call. The copy is
-        cached per network (outside the estimator: predict leaves its ``__dict__`` unchanged,
-        pickles do not carry it) until the weights change (any in-place update bumps a
-        parameter's version), so Monte Carlo sampling does not copy the network per sample.
-        """
-        versions = tuple(p._version for p in module.parameters())
-        cached = _MODULE64.get(module)
-        if cached is None or cached[0] != versions:
-            cached = _MODULE64[module] = (versions, copy.deepcopy(module).double())
-        for m64, m in zip(cached[1].modules(), module.modules()):
-            m64.training = m.training  # eval, or MC dropout's train-mode dropout layers
-        return cached[1]
 
 
 def _forecast_comparison_se(dev, w, n_outputs):

@@ -65,8 +65,8 @@ def test_inductive_predict_is_independent_of_batching(field):
                              random_state=0).fit(X[:200], y[:200])
     full = reg.predict(X[200:])
     perm = np.random.RandomState(1).permutation(100)
-    np.testing.assert_allclose(reg.predict(X[200:][perm]), full[perm], rtol=1e-5, atol=1e-6)
-    np.testing.assert_allclose(reg.predict(X[200:207]), full[:7], rtol=1e-5, atol=1e-6)
+    np.testing.assert_allclose(reg.predict(X[200:][perm]), full[perm], rtol=1e-12, atol=1e-12)
+    np.testing.assert_allclose(reg.predict(X[200:207]), full[:7], rtol=1e-12, atol=1e-12)
     A = sp.eye(100, k=1, format="csr")
     assert not np.allclose(reg.predict(X[200:], adjacency=A), full)
 
