@@ -103,7 +103,7 @@ plot_regret(regret)
 # :math:`A, B, C, s`: a narrow global dip whose place and depth vary. The prior trains on
 # 2,000 members (a few minutes on one CPU core) and then optimises members it has never seen.
 # ``benchmarks/bayes_opt_family.py`` runs this with 20 members, where the family prior's regret
-# after 3 iterations is about 6 times lower than the GPR's; with the 3 members here the
+# after 3 iterations is more than 6 times lower than the GPR's; with the 3 members here the
 # curves are noisy.
 rng = np.random.RandomState(0)
 

@@ -698,13 +698,14 @@ CLAIMS = {
         "new members, one per seed, never seen in training; the same Thompson sampling as "
         "above (3 uniform random points, one joint sample on 64 fresh candidates per "
         "iteration; with 'half the candidates local', 32 of them around the best point so "
-        "far), beside the shipped gp prior (on power-transformed values, "
-        "thompson_sampling's default for it, ranked by one joint sample, denoise=False; the "
-        "family prior takes the values as given, in its family's units), "
+        "far), beside the shipped gp prior (with thompson_sampling's defaults for it: "
+        "power-transformed values, candidates ranked by a draw denoised from 8 joint "
+        "samples; the family prior takes the values as given, in its family's units, and "
+        "ranks by one joint sample), "
         "GaussianProcessRegressor (Matérn-5/2, ML-II every iteration) and random search. "
         "Simple regret against each member's minimum on a 4,001-point grid.",
         "bayes_opt_family.json",
-        "python benchmarks/bayes_opt_family.py --work-dir PATH --local --no-denoise "
+        "python benchmarks/bayes_opt_family.py --work-dir PATH --steps 3000 --local "
         "--threads 1 --json benchmarks/results/bayes_opt_family.json",
         "beyond the paper: its priors are GP draws only.",
         "args: {...}, n_init, prior: {name, steps, final_loss, config, ...}, seconds_per_run: "
