@@ -1,18 +1,21 @@
 """NDP prediction speed: the default fast sampler against the paper's DDPM-500 with U = 5.
 
 ``predict(X, return_std=True)`` for 50 targets, 64 Monte Carlo samples and 10 context points
-(1-D SE draws, lengthscale 0.25, the interpolation benchmark's tasks), on this machine's CPU.
+(SE draws, lengthscale 0.25 sqrt(D) on [-2, 2]^D, the interpolation benchmark's tasks; D = 1
+by default, ``--dims 1 2 3`` for more), on this machine's CPU.
 For each sampler: wall time of ``fit`` and of ``predict``, the process CPU time of
 ``predict`` (with one torch thread: about the wall time on an otherwise idle core), the number
 of network evaluations, and the joint log-likelihood per target point (Gaussian moment-matched
 to the 64 samples) and MSE it reaches, averaged over ``--n-tasks`` tasks. Beside them, the
 exact GP with the true hyper-parameters on the same tasks: scored analytically, and through
 the same metric from 64 of its own posterior samples (the ceiling of a 64-sample sampler).
+The paper's sampler runs at D = 1 only.
 
 Run::
 
     python benchmarks/ndp_speed.py --n-tasks 3 --n-tasks-ddpm 1   # DDPM: minutes per task
     python benchmarks/ndp_speed.py --n-tasks 3 --skip-ddpm --json ndp_speed.json
+    python benchmarks/ndp_speed.py --dims 1 2 3 --n-tasks 3 --n-tasks-ddpm 1
 """
 
 from __future__ import annotations
@@ -66,55 +69,63 @@ def main(argv=None):
     p.add_argument("--n-tasks-ddpm", type=int, default=1)
     p.add_argument("--prior", default="gp")
     p.add_argument("--skip-ddpm", action="store_true")
+    p.add_argument("--dims", nargs="+", type=int, default=[1],
+                   help="input dimensions D of the tasks (the paper's sampler: D = 1 only)")
     p.add_argument("--json", default=None, help="write the rows here")
     add_runtime_args(p)
     args = p.parse_args(argv)
     apply_runtime_args(args)
-    data = make_gp_functions(args.n_tasks, 60, 1, kernel="se", lengthscale=0.25,
-                             random_state=1)
-    tasks = [(X[:10], y[:10], X[10:], y[10:]) for X, y in zip(data.X, data.y)]
-    print(f"torch threads: {torch.get_num_threads()}, tasks: {len(tasks)}, "
+    print(f"torch threads: {torch.get_num_threads()}, tasks: {args.n_tasks}, "
           "50 targets, 10 context points, 64 samples")
-    configs = {"fast (default)": dict(), "fast, 50 steps": dict(n_sampling_steps=50)}
-    if not args.skip_ddpm:
-        configs["ddpm-500, U=5"] = dict(sampler="ddpm", n_resample=5)
-    rows = []
-    for name, kw in configs.items():
-        ddpm = kw.get("sampler") == "ddpm"
-        n_tasks = args.n_tasks_ddpm if ddpm else args.n_tasks
-        est = NDPRegressor(prior=args.prior, x_bounds=(-2, 2), x_scaling="box",
-                           alpha=0.0, normalize_y=False, n_samples=64, random_state=0, **kw)
-        # the estimator's level grid: all 500 levels, or n_sampling_steps cubic-spaced ones
-        T = 500
-        levels = list(range(T - 1, -1, -1)) if ddpm else strided_levels(
-            T, est.n_sampling_steps, "cubic")
-        n_eval = n_evaluations(resample_path(levels, est.n_resample))
-        fit_s, pred_s, cpu_s, lls, mses = run(est, tasks[:n_tasks], time_predict=not ddpm)
-        print(f"{name:16s} network evaluations {n_eval:5d} | fit {np.mean(fit_s):6.2f} s | "
-              f"predict(return_std) {np.mean(pred_s):7.2f} s (min {np.min(pred_s):.2f}, "
-              f"CPU {np.mean(cpu_s):.2f}) | "
-              f"loglik/pt {np.mean(lls):6.3f} | MSE {np.mean(mses):.3f} | tasks {n_tasks}",
-              flush=True)
-        print(f"{'':16s} per task: loglik/pt " + " ".join(f"{v:.3f}" for v in lls)
-              + " | MSE " + " ".join(f"{v:.3f}" for v in mses), flush=True)
-        rows.append({"sampler": name, "evaluations": n_eval, "n_tasks": n_tasks,
-                     "seconds": float(np.mean(pred_s)), "seconds_min": float(np.min(pred_s)),
-                     "cpu_seconds": float(np.mean(cpu_s)), "fit_seconds": float(np.mean(fit_s)),
-                     "loglik": float(np.mean(lls)), "mse": float(np.mean(mses)),
-                     "loglik_per_task": [float(v) for v in lls],
-                     "mse_per_task": [float(v) for v in mses]})
-    gp = GaussianProcessRegressor(sk_kernel("se", 1, True), optimizer=None)
-    exact = np.array([gp_metrics(gp, *t)[:2] for t in tasks])
-    sampled = np.array([gp_sampled_metrics(gp, *t, 64, seed=0)[:2] for t in tasks])
-    ceiling = {"n_tasks": len(tasks), "loglik": float(exact[:, 0].mean()),
-               "mse": float(exact[:, 1].mean()), "loglik_64_samples": float(sampled[:, 0].mean()),
-               "mse_64_samples": float(sampled[:, 1].mean())}
-    print(f"{'exact GP':16s} analytic loglik/pt {ceiling['loglik']:6.3f} | MSE "
-          f"{ceiling['mse']:.3f} | 64 samples, moment-matched: loglik/pt "
-          f"{ceiling['loglik_64_samples']:6.3f} | MSE {ceiling['mse_64_samples']:.3f}")
+    rows, ceilings = [], {}
+    for d in args.dims:
+        data = make_gp_functions(args.n_tasks, 60, d, kernel="se",
+                                 lengthscale=0.25 * np.sqrt(d), random_state=1)
+        tasks = [(X[:10], y[:10], X[10:], y[10:]) for X, y in zip(data.X, data.y)]
+        configs = {"fast (default)": dict(), "fast, 50 steps": dict(n_sampling_steps=50)}
+        if not args.skip_ddpm and d == 1:
+            configs["ddpm-500, U=5"] = dict(sampler="ddpm", n_resample=5)
+        for name, kw in configs.items():
+            ddpm = kw.get("sampler") == "ddpm"
+            n_tasks = args.n_tasks_ddpm if ddpm else args.n_tasks
+            est = NDPRegressor(prior=args.prior, x_bounds=[(-2, 2)] * d, x_scaling="box",
+                               alpha=0.0, normalize_y=False, n_samples=64, random_state=0, **kw)
+            # the estimator's level grid: all 500 levels, or n_sampling_steps cubic-spaced ones
+            T = 500
+            levels = list(range(T - 1, -1, -1)) if ddpm else strided_levels(
+                T, est.n_sampling_steps, "cubic")
+            n_eval = n_evaluations(resample_path(levels, est.n_resample))
+            fit_s, pred_s, cpu_s, lls, mses = run(est, tasks[:n_tasks], time_predict=not ddpm)
+            print(f"D={d} {name:16s} network evaluations {n_eval:5d} | fit "
+                  f"{np.mean(fit_s):6.2f} s | predict(return_std) {np.mean(pred_s):7.2f} s "
+                  f"(min {np.min(pred_s):.2f}, CPU {np.mean(cpu_s):.2f}) | "
+                  f"loglik/pt {np.mean(lls):6.3f} | MSE {np.mean(mses):.3f} | tasks {n_tasks}",
+                  flush=True)
+            print(f"{'':20s} per task: loglik/pt " + " ".join(f"{v:.3f}" for v in lls)
+                  + " | MSE " + " ".join(f"{v:.3f}" for v in mses), flush=True)
+            rows.append({"sampler": name, "n_dims": d, "evaluations": n_eval,
+                         "n_tasks": n_tasks, "seconds": float(np.mean(pred_s)),
+                         "seconds_min": float(np.min(pred_s)),
+                         "cpu_seconds": float(np.mean(cpu_s)),
+                         "fit_seconds": float(np.mean(fit_s)),
+                         "loglik": float(np.mean(lls)), "mse": float(np.mean(mses)),
+                         "loglik_per_task": [float(v) for v in lls],
+                         "mse_per_task": [float(v) for v in mses]})
+        gp = GaussianProcessRegressor(sk_kernel("se", d, True), optimizer=None)
+        exact = np.array([gp_metrics(gp, *t)[:2] for t in tasks])
+        sampled = np.array([gp_sampled_metrics(gp, *t, 64, seed=0)[:2] for t in tasks])
+        ceilings[d] = {"n_dims": d, "n_tasks": len(tasks), "loglik": float(exact[:, 0].mean()),
+                       "mse": float(exact[:, 1].mean()),
+                       "loglik_64_samples": float(sampled[:, 0].mean()),
+                       "mse_64_samples": float(sampled[:, 1].mean())}
+        c = ceilings[d]
+        print(f"D={d} {'exact GP':16s} analytic loglik/pt {c['loglik']:6.3f} | MSE "
+              f"{c['mse']:.3f} | 64 samples, moment-matched: loglik/pt "
+              f"{c['loglik_64_samples']:6.3f} | MSE {c['mse_64_samples']:.3f}")
     if args.json:
         write_json(args.json, {"args": vars(args), "n_context": 10, "n_targets": 50,
-                               "n_samples": 64, "rows": rows, "exact_gp": ceiling})
+                               "n_samples": 64, "rows": rows,
+                               "exact_gp": list(ceilings.values())})
 
 
 if __name__ == "__main__":
