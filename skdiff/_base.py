@@ -371,6 +371,14 @@ class EstimatorBase(BaseEstimator):
             torch.set_num_threads(before)
 
     # -- inference -------------------------------------------------------------------------
+    def _float64_inference(self):
+        """Whether row-wise inference runs through a float64 copy of the network
+        (:func:`~skdiff._engine.float64_copy`): on the CPU without ``mixed_precision``. In
+        float32, products round differently for different numbers of rows (~1e-7), so a
+        row's prediction would depend on the other rows of its call; accelerators keep
+        float32 (Apple's MPS has no float64, GPUs run it slowly)."""
+        return str(self.device_) == "cpu" and getattr(self, "mixed_precision", None) is None
+
     @contextlib.contextmanager
     def _inference(self, mc_dropout=False):
         """Evaluation mode and no autograd; with ``mc_dropout`` only dropout layers train."""

@@ -263,13 +263,12 @@ def _ndp_paper_tasks(doc):
 
 
 def _ndp_speed(doc):
-    rows = [[str(r.get("n_dims", 1)), r["sampler"], f"{r['evaluations']:,}",
+    rows = [[str(r["n_dims"]), r["sampler"], f"{r['evaluations']:,}",
              str(r.get("n_tasks", "–")), _s(r["seconds"], ".1f"), _s(r.get("cpu_seconds"), ".1f"),
              _s(r.get("loglik"), ".3f"), _s(r.get("mse"), ".3f")] for r in doc["rows"]]
-    exact = doc.get("exact_gp") or []
-    for gp in ([exact] if isinstance(exact, dict) else exact):
+    for gp in doc.get("exact_gp", []):
         # the same tasks, scored analytically and through 64 of the GP's own samples
-        d, n = str(gp.get("n_dims", 1)), str(gp["n_tasks"])
+        d, n = str(gp["n_dims"]), str(gp["n_tasks"])
         rows.append([d, "exact GP, true hyper-parameters (analytic)", "–", n, "–", "–",
                      _s(gp["loglik"], ".3f"), _s(gp["mse"], ".3f")])
         rows.append([d, f"exact GP, {doc.get('n_samples', 64)} posterior samples "

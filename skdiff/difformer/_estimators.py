@@ -439,7 +439,9 @@ class _DIFFormerBase(NeuralEstimatorBase):
             outputs, summaries = self._joint_outputs(inputs, summaries=data.graph is None)
         # kept on the CPU so a model fitted on a GPU unpickles on a CPU-only machine
         self.summaries_ = [{k: v.cpu() for k, v in d.items()} for d in summaries]
-        self._device_summaries = (self.device_, summaries)
+        # the copy prediction reads, made now so that predict leaves __dict__ unchanged
+        self._device_summaries = ((self.device_, False), summaries)
+        self._summaries_on_device(float64=self._float64_inference())
         ids = np.arange(inputs.n) if inputs.ids is None else inputs.ids
         valid = np.asarray(valid, dtype=np.intp)
         outputs = self._fallback_outputs(outputs, data, train, valid)
@@ -577,15 +579,10 @@ class _DIFFormerBase(NeuralEstimatorBase):
         if mode == "joint":
             out = self._joint_outputs(inputs)[0]
             return out if inputs.ids is None else out[inputs.ids]
-        # on the CPU in float64: float32 products round differently for different numbers of
-        # rows (~1e-7), so a row's prediction would depend on the other rows of the call
-        exact = str(self.device_) == "cpu" and getattr(self, "mixed_precision", None) is None
+        exact = self._float64_inference()  # a row's prediction independent of the others
         m = float64_copy(self.module_) if exact else self.module_
         chunk = self.batch_size or _PREDICT_CHUNK
-        summaries = self._summaries_on_device()
-        if exact:
-            summaries = [{k: v.double() if v.is_floating_point() else v for k, v in d.items()}
-                         for d in summaries]
+        summaries = self._summaries_on_device(float64=exact)
         out = np.empty((inputs.n, self._n_network_outputs()))
         for i in range(0, inputs.n, chunk):  # chunks of rows, not samples
             rows = inputs.rows(i, i + chunk)
@@ -612,11 +609,15 @@ class _DIFFormerBase(NeuralEstimatorBase):
         """Outputs over the fitted graph with the fitted labels propagated, if they were."""
         return outputs
 
-    def _summaries_on_device(self):
+    def _summaries_on_device(self, float64=False):
+        """``summaries_`` on ``device_`` (floating tensors in float64 with ``float64``), kept
+        until the device or the precision changes, so Monte Carlo draws reuse them."""
+        key = (self.device_, float64)
         cached = self.__dict__.get("_device_summaries")
-        if cached is None or cached[0] != self.device_:
-            moved = [{k: v.to(self.device_) for k, v in d.items()} for d in self.summaries_]
-            cached = self._device_summaries = (self.device_, moved)
+        if cached is None or cached[0] != key:
+            moved = [{k: v.to(self.device_, torch.float64) if float64 and v.is_floating_point()
+                      else v.to(self.device_) for k, v in d.items()} for d in self.summaries_]
+            cached = self._device_summaries = (key, moved)
         return cached[1]
 
     def attention_graph(self, X, adjacency=None, *, k=10, layer=-1, graph=None):

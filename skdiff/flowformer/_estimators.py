@@ -332,8 +332,7 @@ class _FlowformerBase(NeuralEstimatorBase):
         """Raw network outputs for scaled X, in batches, at ``inference_dtype``; (n, n_out)."""
         dtype = self.inference_dtype
         if dtype == "auto":
-            exact = str(self.device_) == "cpu" and self.mixed_precision is None
-            dtype = "float64" if exact else "float32"
+            dtype = "float64" if self._float64_inference() else "float32"
         Xt = torch.as_tensor(Xs, dtype=getattr(torch, dtype))
         bs = 4 * (self.batch_size or 128)
         module = float64_copy(self.module_) if dtype == "float64" else self.module_
