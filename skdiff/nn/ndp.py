@@ -59,10 +59,15 @@ class _MultiHeadAttention(nn.Module):
         # s: [batch, seq, h]; key_mask: [batch, seq] bool, True = key takes part.
         bsz, seq, _ = s.shape
         if seq == 1:
-            # softmax over a single key is exactly 1: the output is the value itself (saves
-            # the attention kernel at D = 1, the most common case).
-            v = self.qkv(s).chunk(3, dim=-1)[2]
-            return self.out(v)
+            # softmax over a single key is exactly 1, so the output is the value projected:
+            # W_o (W_v s + b_v) + b_o, one affine map. Composing the two weights first skips the
+            # attention kernel, the query and key projections and one matrix product per point
+            # at D = 1, the most common case.
+            width = self.out.in_features
+            w_v, b_v = self.qkv.weight[2 * width:], self.qkv.bias[2 * width:]
+            weight = self.out.weight @ w_v
+            bias = torch.addmv(self.out.bias, self.out.weight, b_v)
+            return F.linear(s, weight, bias)
         q, k, v = self.qkv(s).chunk(3, dim=-1)  # each [batch, seq, 2h]
         # [batch, seq, (k dk)] -> [batch, k, seq, dk]
         q, k, v = (z.view(bsz, seq, self.n_heads, -1).transpose(1, 2) for z in (q, k, v))

@@ -48,6 +48,22 @@ def test_permutation_equivariance_over_points(d):
     torch.testing.assert_close(out_p, out[:, perm], atol=1e-5, rtol=1e-5)
 
 
+def test_single_key_attention_equals_dense_attention():
+    # At D = 1 the attention across input dimensions has one key; the module composes the value
+    # and output projections instead of running attention. Reference: softmax attention written
+    # out over the projected queries, keys and values.
+    torch.manual_seed(0)
+    att = NDPNoiseModel(hidden_dim=16, n_layers=1, n_heads=4).blocks[0].attention_d
+    s = torch.randn(7, 1, 16)
+    q, k, v = att.qkv(s).chunk(3, dim=-1)
+    heads = lambda z: z.view(7, 1, 4, -1).transpose(1, 2)  # noqa: E731
+    scores = heads(q) @ heads(k).transpose(-1, -2) / math.sqrt(q.shape[-1] // 4)
+    dense = (scores.softmax(-1) @ heads(v)).transpose(1, 2).reshape(7, 1, -1)
+    with torch.no_grad():
+        torch.testing.assert_close(att(s), att.out(dense), atol=1e-6, rtol=1e-5)
+    assert att(s).abs().max() > 1e-2
+
+
 def test_invariance_over_input_dimension_order():
     m = _trained_like(hidden_dim=16, n_layers=2, n_heads=4)
     x, y, t = _inputs(d=3)
