@@ -247,6 +247,9 @@ DATASETS = (
     _series("statsmodels", "co2", 104, 26, 52, "dev", column="co2"),
     _series("statsmodels", "sunspots", 44, 11, 11, "dev", column="SUNACTIVITY"),
     _series("statsmodels", "macrodata", 16, 4, 4, "dev", column="infl"),
+    # two trending quarterly series whose test quarters leave the training range
+    _series("statsmodels", "macrodata", 16, 4, 4, "dev", column="tbilrate"),
+    _series("statsmodels", "macrodata", 16, 4, 4, "dev", column="cpi"),
     _series("aeon", "airline", 36, 12, 12, "dev", quick=True),
     _series("statsmodels", "elnino", 48, 12, 12, "heldout"),
     _series("statsmodels", "nile", 20, 5, 1, "heldout", column="volume"),

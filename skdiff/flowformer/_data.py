@@ -46,10 +46,15 @@ def _centred(F_all, ys, w_all, rows):
 RIDGE_SPLITS = 5
 
 
+def _n_folds(n_rows):
+    """Forward-chaining folds of the penalty choice for ``n_rows`` rows (< 2: none)."""
+    return min(RIDGE_SPLITS, n_rows // 2 - 1)
+
+
 def _penalty(F_all, ys, w_all, rows, eye):
     """The penalty of ``RIDGE_PENALTIES`` with the lowest (weighted) validation MSE summed
     over forward-chaining folds of ``rows`` (each fold fits on the rows before it)."""
-    n_splits = min(RIDGE_SPLITS, len(rows) // 2 - 1)
+    n_splits = _n_folds(len(rows))
     if n_splits < 2:
         return 1e-3
     from sklearn.model_selection import TimeSeriesSplit
@@ -64,7 +69,7 @@ def _penalty(F_all, ys, w_all, rows, eye):
     return RIDGE_PENALTIES[int(np.argmin(errors))]
 
 
-def ridge_skip(F_all, ys, rows, n_skip_outputs, weights=None):
+def ridge_skip(F_all, ys, rows, n_skip_outputs, weights=None, anchor=None):
     """Closed-form ridge start of the instance-norm linear skip.
 
     ``F_all`` (n, f) are the skip's features of every row and ``ys`` (n, k) the standardised
@@ -76,19 +81,42 @@ def ridge_skip(F_all, ys, rows, n_skip_outputs, weights=None):
     order) no future window leaks into the choice, and the penalty is judged on several
     stretches of the series rather than on its last one alone (a single short hold-out
     picks penalties that are off by orders of magnitude on a short series). Fewer than six
-    rows use ``1e-3 n``. Returns ``(weight, bias)`` of shapes (n_skip_outputs, f) and
-    (n_skip_outputs,): the first k rows hold the ridge solution; with a Gaussian head
-    (``n_skip_outputs == 2k``) the last k biases start at the inverse softplus of the
-    ridge's residual variance.
+    rows use ``1e-3 n``.
+
+    ``anchor = (last, window, scale)`` fits the ridge relative to persistence: the column
+    ``last`` of ``F_all`` holds the window's last value and the columns ``window`` (a slice)
+    the window's values, and the ridge predicts ``ys - scale * F_all[:, last]`` (``scale``
+    (k,) converts the last value into each target's units) from the features with the
+    window's values taken relative to its last value. The penalty then shrinks the forecast
+    toward the last value, plus the mean change over the horizon, instead of toward the
+    training targets' mean, so a forecast follows a series whose level leaves the range of
+    the training windows. The result is the same kind of linear map of ``F_all``: the
+    window's weights are kept and the last value's weight gets ``scale`` minus their sum.
+    With fewer than six rows (no folds to choose the penalty by) the anchor is not used: the
+    small fixed penalty hardly shrinks, and the plain ridge fits such rows exactly in
+    float32, where the anchored map leaves a rounding error whose gradients Adam would
+    turn into full-size steps of the encoder.
+
+    Returns ``(weight, bias)`` of shapes (n_skip_outputs, f) and (n_skip_outputs,): the
+    first k rows hold the ridge solution; with a Gaussian head (``n_skip_outputs == 2k``)
+    the last k biases start at the inverse softplus of the ridge's residual variance.
     """
     w_all = np.ones(len(F_all)) if weights is None else np.asarray(weights, dtype=np.float64)
     rows = np.asarray(rows)
-    eye = np.eye(F_all.shape[1])
-    alpha = _penalty(F_all, ys, w_all, rows, eye)
-    f_mean, y_mean, Fc, yc, w, gram, rhs = _centred(F_all, ys, w_all, rows)
+    F, y = F_all, ys
+    if anchor is not None and _n_folds(len(rows)) >= 2:
+        last, window, scale = anchor
+        F = F_all.copy()
+        F[:, window] -= F_all[:, last:last + 1]
+        y = ys - F_all[:, last:last + 1] * np.asarray(scale, dtype=np.float64)
+    eye = np.eye(F.shape[1])
+    alpha = _penalty(F, y, w_all, rows, eye)
+    f_mean, y_mean, Fc, yc, w, gram, rhs = _centred(F, y, w_all, rows)
     W = np.linalg.solve(gram + alpha * eye, rhs)
     b = y_mean - f_mean @ W
     resid = np.maximum(w @ (yc - Fc @ W) ** 2, 1e-4)
+    if F is not F_all:  # anchored: the same map on the unshifted features
+        W[last] += scale - W[window].sum(0)
     k = ys.shape[1]
     weight = np.zeros((n_skip_outputs, F_all.shape[1]))
     bias = np.zeros(n_skip_outputs)

@@ -61,9 +61,14 @@ instance_norm : bool
     several channels a learnt geometric mixture of their stds) and add a linear skip of
     the window's statistics (``skip``), started at its ridge solution on the training
     and validation rows, the penalty chosen by forward-chaining cross-validation over
-    them (five folds, as ``TimeSeriesSplit``). An skdiff addition that helps
-    on non-stationary series: on by default in the regressor, off in the classifier,
-    where a series' level and scale are often what tells the classes apart.
+    them (five folds, as ``TimeSeriesSplit``). For a univariate series (one channel) the
+    regressor's ridge predicts each output's change from the window's last value (as
+    NLinear, Zeng et al. 2023, with the level statistics still among its inputs), so its
+    penalty shrinks the forecast toward persistence instead of toward the training mean
+    and forecasts follow a series whose level leaves the range of the training windows.
+    An skdiff addition that helps on non-stationary series: on by default in the
+    regressor, off in the classifier, where a series' level and scale are often what
+    tells the classes apart.
 skip : {"auto", "level", "window"}
     The linear skip added to the encoder's output. With ``instance_norm``: ``"level"``,
     of the per-channel [mean, std, last value], trained with the network; ``"window"``,
@@ -484,8 +489,19 @@ class FlowformerRegressor(RegressorTask, _FlowformerBase):
                 F_all = module.skip_features(torch.as_tensor(data.X)).double().numpy()
             data.extra["skip_start"] = ridge_skip(
                 F_all, data.targets.astype(np.float64), np.union1d(train, valid),
-                module.skip.weight.shape[0], weights=data.weights)
+                module.skip.weight.shape[0], weights=data.weights,
+                anchor=self._persistence_anchor(module))
         module.set_skip_(*data.skip_start, trainable=self.skip_ != "window")
+
+    def _persistence_anchor(self, module):
+        """``ridge_skip``'s ``anchor`` for a univariate series with ``instance_norm``: the
+        skip's features are [mean, std, last value, window] of the standardised window, and
+        the last value in each output's standardised units is ``x_scale_ / y_scale_`` times
+        the input's (the offsets go to the intercept). ``None`` otherwise: with several
+        channels no output is tied to one channel's last value."""
+        if not module.instance_norm or self.n_channels_in_ != 1:
+            return None
+        return 2, slice(3, None), self.x_scale_[0] / self.y_scale_
 
     def _finish_fit(self, data, train, valid):
         self._keep_better_forecast(data, valid)
