@@ -62,13 +62,13 @@ instance_norm : bool
     the window's statistics (``skip``), started at its ridge solution on the training
     and validation rows, the penalty chosen by forward-chaining cross-validation over
     them (five folds, as ``TimeSeriesSplit``). For a univariate series (one channel) the
-    regressor's ridge predicts each output's change from the window's last value (as
-    NLinear, Zeng et al. 2023, with the level statistics still among its inputs), so its
-    penalty shrinks the forecast toward persistence instead of toward the training mean
-    and forecasts follow a series whose level leaves the range of the training windows.
-    An skdiff addition that helps on non-stationary series: on by default in the
-    regressor, off in the classifier, where a series' level and scale are often what
-    tells the classes apart.
+    regressor's ridge window skip predicts each output's change from the window's last
+    value (as NLinear, Zeng et al. 2023, with the level statistics still among its
+    inputs), so its penalty shrinks the forecast toward persistence instead of toward the
+    training mean and forecasts follow a series whose level leaves the range of the
+    training windows. An skdiff addition that helps on non-stationary series: on by
+    default in the regressor, off in the classifier, where a series' level and scale are
+    often what tells the classes apart.
 skip : {"auto", "level", "window"}
     The linear skip added to the encoder's output. With ``instance_norm``: ``"level"``,
     of the per-channel [mean, std, last value], trained with the network; ``"window"``,
@@ -494,12 +494,13 @@ class FlowformerRegressor(RegressorTask, _FlowformerBase):
         module.set_skip_(*data.skip_start, trainable=self.skip_ != "window")
 
     def _persistence_anchor(self, module):
-        """``ridge_skip``'s ``anchor`` for a univariate series with ``instance_norm``: the
-        skip's features are [mean, std, last value, window] of the standardised window, and
-        the last value in each output's standardised units is ``x_scale_ / y_scale_`` times
-        the input's (the offsets go to the intercept). ``None`` otherwise: with several
-        channels no output is tied to one channel's last value."""
-        if not module.instance_norm or self.n_channels_in_ != 1:
+        """``ridge_skip``'s ``anchor`` for the fixed ridge skip (``skip="window"`` with
+        ``instance_norm``) of a univariate series: the skip's features are [mean, std, last
+        value, window] of the standardised window, and the last value in each output's
+        standardised units is ``x_scale_ / y_scale_`` times the input's (the offsets go to
+        the intercept). ``None`` otherwise: with several channels no output is tied to one
+        channel's last value, and the ``"level"`` skip is trained from its start anyway."""
+        if not (module.instance_norm and module.skip_window) or self.n_channels_in_ != 1:
             return None
         return 2, slice(3, None), self.x_scale_[0] / self.y_scale_
 
