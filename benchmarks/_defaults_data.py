@@ -237,10 +237,14 @@ def _aeon_series(name):
     raise ValueError(f"unknown aeon series {name!r}")
 
 
-def series(ctx, source, name, lookback, horizon, season, column=None, test_fraction=0.2):
+def series(ctx, source, name, lookback, horizon, season, column=None, test_fraction=0.2,
+           growth=False):
     """A bundled series: the last ``test_fraction`` is the test part (windows whose targets
-    lie in it), the windows before it train; standardised with the training part."""
+    lie in it), the windows before it train; standardised with the training part.
+    ``growth``: the series' annualised quarterly growth in percent, 400 * diff(log(s))."""
     s = _statsmodels(name, column) if source == "statsmodels" else _aeon_series(name)
+    if growth:
+        s = 400.0 * np.diff(np.log(s))
     n_train = int(round(len(s) * (1 - test_fraction)))
     s = (s - s[:n_train].mean()) / s[:n_train].std()
     X_train, y_train = make_windows(s[:n_train], lookback, horizon)

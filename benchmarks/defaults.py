@@ -170,11 +170,14 @@ def _ett(column, horizon, split, heavy=False):
                    dict(column=column, horizon=horizon), heavy=heavy)
 
 
-def _series(source, name, lookback, horizon, season, split, column=None, quick=False):
+def _series(source, name, lookback, horizon, season, split, column=None, quick=False,
+            growth=False):
     label = name if column is None else f"{name} {column}"
+    label += " growth" if growth else ""
     return Dataset("series", f"{label} (L={lookback}, h={horizon})", split, "forecast",
                    data.series, dict(source=source, name=name, column=column,
-                                     lookback=lookback, horizon=horizon, season=season),
+                                     lookback=lookback, horizon=horizon, season=season,
+                                     growth=growth),
                    quick=quick)
 
 
@@ -247,9 +250,12 @@ DATASETS = (
     _series("statsmodels", "co2", 104, 26, 52, "dev", column="co2"),
     _series("statsmodels", "sunspots", 44, 11, 11, "dev", column="SUNACTIVITY"),
     _series("statsmodels", "macrodata", 16, 4, 4, "dev", column="infl"),
-    # two trending quarterly series whose test quarters leave the training range
+    # two trending quarterly series whose test quarters leave the training range, and two
+    # growth rates (all four were used to choose the Flowformer regressor's ridge skip)
     _series("statsmodels", "macrodata", 16, 4, 4, "dev", column="tbilrate"),
     _series("statsmodels", "macrodata", 16, 4, 4, "dev", column="cpi"),
+    _series("statsmodels", "macrodata", 16, 4, 4, "dev", column="realgdp", growth=True),
+    _series("statsmodels", "macrodata", 16, 4, 4, "dev", column="m1", growth=True),
     _series("aeon", "airline", 36, 12, 12, "dev", quick=True),
     _series("statsmodels", "elnino", 48, 12, 12, "heldout"),
     _series("statsmodels", "nile", 20, 5, 1, "heldout", column="volume"),
