@@ -327,6 +327,45 @@ _TEST_FUNCTIONS = {"forrester": (_forrester, np.array([[0.0, 1.0]])),
                    "branin": (_branin, np.array([[-5.0, 10.0], [0.0, 15.0]]))}
 
 
+def _family_member(name, rng):
+    """One member of a function family on [0, 1], its parameters drawn uniformly from
+    ``rng``, as a function of x (n,)."""
+    if name == "periodic":
+        a, period, phase = rng.uniform(0.7, 1.3), rng.uniform(0.25, 0.5), rng.uniform(0, 6.3)
+        return lambda x: a * np.sin(2 * np.pi * x / period + phase)
+    if name == "trend":
+        a, phase = rng.uniform(-2, 2), rng.uniform(0, 6.3)
+        return lambda x: 2 * a * (x - 0.5) + 0.3 * np.sin(6 * x + phase)
+    if name == "step":
+        c = rng.uniform(0.3, 0.7)
+        return lambda x: np.where(x > c, 1.0, -1.0)
+    if name == "quadratic":
+        a, c = rng.uniform(1, 3), rng.uniform(0.2, 0.8)
+        return lambda x: a * (x - c) ** 2
+    raise ValueError(f"unknown function family {name!r}")
+
+
+def function_family(ctx, name, noise_std, n_tasks=16, n_context=(3, 12), n_query=50,
+                    seed=0):
+    """Members of a function family on [0, 1] that is not a stationary GP: a sine of random
+    amplitude, period and phase (``"periodic"``), a line of random slope plus a small sine
+    (``"trend"``), a unit step at a random place (``"step"``), a parabola (``"quadratic"``).
+    Each task draws a member and its context and query points uniformly on [0, 1]; the
+    noise is ``noise_std`` times the member's standard deviation at the drawn points.
+    Metrics are on the functions' own scale."""
+    if ctx.quick:
+        n_tasks = min(n_tasks, 4)
+    rng = np.random.RandomState(seed)
+    tasks = []
+    for c in _context_sizes(rng, n_tasks, n_context):
+        f = _family_member(name, rng)
+        X = rng.uniform(size=(c + n_query, 1))
+        fx = f(X[:, 0])
+        y = fx + noise_std * max(float(fx.std()), 1e-3) * rng.normal(size=len(X))
+        tasks.append((X[:c], y[:c], X[c:], y[c:]))
+    return Bunch(tasks=tasks, unit=(0.0, 1.0), oracle=None)
+
+
 def classic_function(ctx, name, noise_std, n_tasks=16, n_context=(3, 12), n_query=50, seed=0):
     """A classic test function on its usual domain, observed with noise of ``noise_std``
     times the function's standard deviation over the domain; every task draws its context

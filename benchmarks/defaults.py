@@ -287,6 +287,10 @@ DATASETS = (
     _gp("matern32", 0.1, 0.1, "heldout"),
     Dataset("functions", "Branin 2-D noise=0.05, 5-20 points", "heldout", "function",
             data.classic_function, dict(name="branin", noise_std=0.05, n_context=(5, 20))),
+    # function families that are not stationary GP draws; no default was chosen on them
+    *(Dataset("functions", f"{name} functions noise=0.05", "heldout", "function",
+              data.function_family, dict(name=name, noise_std=0.05))
+      for name in ("periodic", "trend", "step", "quadratic")),
 )
 
 
