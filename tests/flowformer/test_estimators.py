@@ -595,3 +595,28 @@ def test_univariate_forecast_follows_a_level_beyond_the_training_range():
     mse_out = np.mean((est.predict(X_te + shift) - (y_te + shift)) ** 2)
     assert mse_in < 1.05 * np.mean((X_te[:, -1:] - y_te) ** 2)  # as good as persistence
     assert mse_out < 2.0 * mse_in
+
+
+@pytest.mark.parametrize("channels, skip, anchored", [(1, "window", True), (1, "level", False),
+                                                      (2, "window", False)])
+def test_persistence_anchor_only_for_the_fixed_skip_of_one_channel(channels, skip, anchored):
+    # with several channels no output belongs to one channel's last value, and the trained
+    # "level" skip keeps its plain ridge start
+    from skdiff.flowformer._data import ridge_skip
+
+    rng = np.random.default_rng(2)
+    X, y = make_windows(np.cumsum(rng.normal(size=300)), 16, 2)
+    X = np.stack([X] * channels, axis=-1) if channels > 1 else X
+    est = FlowformerRegressor(skip=skip, hidden_dim=8, n_heads=2, n_layers=1, max_epochs=1,
+                              early_stopping=False, random_state=0).fit(X, y)
+    assert (est._persistence_anchor(est.module_) is not None) == anchored
+    if not anchored:
+        return
+    # the fixed skip holds the anchored ridge of the standardised windows
+    Xs = torch.as_tensor(est._sequences(X, reset=False))
+    F = est.module_.skip_features(Xs).double().numpy()
+    z = (y - est.y_mean_) / est.y_scale_
+    weight, bias = ridge_skip(F, z, np.arange(len(F)), 4,
+                              anchor=(2, slice(3, None), est.x_scale_[0] / est.y_scale_))
+    np.testing.assert_allclose(est.module_.skip.weight.detach().numpy(), weight, atol=1e-5)
+    np.testing.assert_allclose(est.module_.skip.bias.detach().numpy(), bias, atol=1e-5)
