@@ -495,14 +495,16 @@ class FlowformerRegressor(RegressorTask, _FlowformerBase):
 
     def _persistence_anchor(self, module):
         """``ridge_skip``'s ``anchor`` for the fixed ridge skip (``skip="window"`` with
-        ``instance_norm``) of a univariate series: the skip's features are [mean, std, last
-        value, window] of the standardised window, and the last value in each output's
-        standardised units is ``x_scale_ / y_scale_`` times the input's (the offsets go to
-        the intercept). ``None`` otherwise: with several channels no output is tied to one
-        channel's last value, and the ``"level"`` skip is trained from its start anyway."""
+        ``instance_norm``) of a univariate series: the columns of the standardised window's
+        last value and values among the skip's features, and the last value in each
+        output's standardised units, ``x_scale_ / y_scale_`` times the input's (the offsets
+        go to the intercept). ``None`` otherwise: with several channels no output is tied
+        to one channel's last value, and the ``"level"`` skip is trained from its start
+        anyway."""
         if not (module.instance_norm and module.skip_window) or self.n_channels_in_ != 1:
             return None
-        return 2, slice(3, None), self.x_scale_[0] / self.y_scale_
+        columns = module.skip_columns()
+        return columns["last"].start, columns["window"], self.x_scale_[0] / self.y_scale_
 
     def _finish_fit(self, data, train, valid):
         self._keep_better_forecast(data, valid)

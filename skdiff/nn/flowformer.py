@@ -388,6 +388,24 @@ class Flowformer(nn.Module):
         """
         return x.mean(1, keepdim=True), (x.var(1, keepdim=True, unbiased=False) + 1e-5).sqrt()
 
+    def skip_columns(self):
+        """Where each part of :meth:`skip_features` lies, as column slices.
+
+        Returns
+        -------
+        columns : dict of str to slice
+            ``"mean"``, ``"std"``, ``"last"`` (C columns each, with ``instance_norm``) and
+            ``"window"`` (L C columns, time-major as ``x.flatten(1)``, when the skip reads the
+            whole window); parts the skip does not have are absent.
+        """
+        C, out, start = self.n_channels, {}, 0
+        if self.instance_norm:
+            for name in ("mean", "std", "last"):
+                out[name], start = slice(start, start + C), start + C
+        if self.skip_window:
+            out["window"] = slice(start, start + self.max_len * C)
+        return out
+
     def skip_features(self, x, stats=None):
         """Inputs of the linear skip for x (b, L, C): (b, 3C), (b, 3C + L C) or (b, L C).
 

@@ -231,3 +231,20 @@ def test_causal_patch_tokens_ignore_later_patches():
             h = layer(h)
         tok = net.head(F.gelu(h[:, j]))
     torch.testing.assert_close(tok, short, rtol=1e-5, atol=1e-6)
+
+
+@pytest.mark.parametrize("instance_norm, skip", [(True, "window"), (True, "level"),
+                                                 (False, "window")])
+def test_skip_columns_locate_the_parts_of_the_skip_features(instance_norm, skip):
+    net = Flowformer(n_channels=2, n_outputs=1, max_len=5, hidden_dim=8, n_heads=2, n_layers=1,
+                     instance_norm=instance_norm, skip=skip)
+    x = torch.randn(3, 5, 2)
+    F, cols = net.skip_features(x), net.skip_columns()
+    assert sum(c.stop - c.start for c in cols.values()) == F.shape[1] == net.skip.in_features
+    if instance_norm:
+        torch.testing.assert_close(F[:, cols["mean"]], x.mean(1))
+        torch.testing.assert_close(F[:, cols["last"]], x[:, -1])
+    if skip == "window":
+        torch.testing.assert_close(F[:, cols["window"]], x.flatten(1))
+    else:
+        assert "window" not in cols
