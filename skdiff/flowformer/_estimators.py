@@ -62,11 +62,11 @@ instance_norm : bool
     the window's statistics (``skip``), started at its ridge solution on the training
     and validation rows, the penalty chosen by forward-chaining cross-validation over
     them (five folds, as ``TimeSeriesSplit``). For a univariate series (one channel) the
-    regressor's ridge window skip predicts each output's change from the window's last
-    value (as NLinear, Zeng et al. 2023, with the level statistics still among its
-    inputs), so its penalty shrinks the forecast toward persistence instead of toward the
-    training mean and forecasts follow a series whose level leaves the range of the
-    training windows. An skdiff addition that helps on non-stationary series: on by
+    regressor's ridge window skip predicts each standardised output's change from the
+    window's standardised last value (as NLinear, Zeng et al. 2023, with the level
+    statistics still among its inputs), so its penalty shrinks the forecast toward
+    persistence instead of toward the training mean and forecasts follow a series whose
+    level leaves the range of the training windows. An skdiff addition that helps on non-stationary series: on by
     default in the regressor, off in the classifier, where a series' level and scale are
     often what tells the classes apart.
 skip : {"auto", "level", "window"}
@@ -496,15 +496,16 @@ class FlowformerRegressor(RegressorTask, _FlowformerBase):
     def _persistence_anchor(self, module):
         """``ridge_skip``'s ``anchor`` for the fixed ridge skip (``skip="window"`` with
         ``instance_norm``) of a univariate series: the columns of the standardised window's
-        last value and values among the skip's features, and the last value in each
-        output's standardised units, ``x_scale_ / y_scale_`` times the input's (the offsets
-        go to the intercept). ``None`` otherwise: with several channels no output is tied
-        to one channel's last value, and the ``"level"`` skip is trained from its start
-        anyway."""
+        last value and values among the skip's features, and scale 1: persistence in
+        standardised units, so that the fit does not depend on the units of ``y`` (an
+        affine change of ``y`` changes the predictions alike, as without the anchor; for a
+        forecast the two standardisations nearly agree). ``None`` otherwise: with several
+        channels no output is tied to one channel's last value, and the ``"level"`` skip is
+        trained from its start anyway."""
         if not (module.instance_norm and module.skip_window) or self.n_channels_in_ != 1:
             return None
         columns = module.skip_columns()
-        return columns["last"].start, columns["window"], self.x_scale_[0] / self.y_scale_
+        return columns["last"].start, columns["window"], np.ones(self.n_outputs_)
 
     def _finish_fit(self, data, train, valid):
         self._keep_better_forecast(data, valid)

@@ -616,7 +616,19 @@ def test_persistence_anchor_only_for_the_fixed_skip_of_one_channel(channels, ski
     Xs = torch.as_tensor(est._sequences(X, reset=False))
     F = est.module_.skip_features(Xs).double().numpy()
     z = (y - est.y_mean_) / est.y_scale_
-    weight, bias = ridge_skip(F, z, np.arange(len(F)), 4,
-                              anchor=(2, slice(3, None), est.x_scale_[0] / est.y_scale_))
+    weight, bias = ridge_skip(F, z, np.arange(len(F)), 4, anchor=(2, slice(3, None),
+                                                                  np.ones(2)))
     np.testing.assert_allclose(est.module_.skip.weight.detach().numpy(), weight, atol=1e-5)
     np.testing.assert_allclose(est.module_.skip.bias.detach().numpy(), bias, atol=1e-5)
+
+
+def test_univariate_forecast_is_equivariant_to_the_units_of_y():
+    # the ridge skip's anchor is persistence in standardised units: y in other units (an
+    # affine change, as TransformedTargetRegressor(StandardScaler()) makes) gives the same
+    # fit, and predictions change alike
+    rng = np.random.default_rng(4)
+    X, y = make_windows(np.cumsum(rng.normal(size=400)), 16, 2)
+    kw = dict(hidden_dim=8, n_heads=2, n_layers=1, max_epochs=3, random_state=0)
+    pred = FlowformerRegressor(**kw).fit(X, y).predict(X[-20:])
+    pred2 = FlowformerRegressor(**kw).fit(X, 250.0 * y - 3.0).predict(X[-20:])
+    np.testing.assert_allclose(pred2, 250.0 * pred - 3.0, rtol=1e-4, atol=1e-3)
