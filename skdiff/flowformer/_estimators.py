@@ -66,9 +66,9 @@ instance_norm : bool
     window's standardised last value (as NLinear, Zeng et al. 2023, with the level
     statistics still among its inputs), so its penalty shrinks the forecast toward
     persistence instead of toward the training mean and forecasts follow a series whose
-    level leaves the range of the training windows. An skdiff addition that helps on non-stationary series: on by
-    default in the regressor, off in the classifier, where a series' level and scale are
-    often what tells the classes apart.
+    level leaves the range of the training windows. An skdiff addition that helps on
+    non-stationary series: on by default in the regressor, off in the classifier, where a
+    series' level and scale are often what tells the classes apart.
 skip : {"auto", "level", "window"}
     The linear skip added to the encoder's output. With ``instance_norm``: ``"level"``,
     of the per-channel [mean, std, last value], trained with the network; ``"window"``,
