@@ -83,15 +83,15 @@ def ridge_skip(F_all, ys, rows, n_skip_outputs, weights=None, anchor=None):
     picks penalties that are off by orders of magnitude on a short series). Fewer than six
     rows use ``1e-3 n``.
 
-    ``anchor = (last, window, scale)`` fits the ridge relative to persistence: the column
-    ``last`` of ``F_all`` holds the window's last value and the columns ``window`` (a slice)
-    the window's values, and the ridge predicts ``ys - scale * F_all[:, last]`` (``scale``
-    (k,) converts the last value into each target's units) from the features with the
-    window's values taken relative to its last value. The penalty then shrinks the forecast
-    toward the last value, plus the mean change over the horizon, instead of toward the
-    training targets' mean, so a forecast follows a series whose level leaves the range of
-    the training windows. The result is the same kind of linear map of ``F_all``: the
-    window's weights are kept and the last value's weight gets ``scale`` minus their sum.
+    ``anchor = (last, window)`` fits the ridge relative to persistence: the column ``last``
+    of ``F_all`` holds the window's (standardised) last value and the columns ``window`` (a
+    slice) the window's values, and the ridge predicts every ``ys - F_all[:, last]`` from
+    the features with the window's values taken relative to its last value. The penalty
+    then shrinks the forecast toward the last value, plus the mean change over the horizon,
+    instead of toward the training targets' mean, so a forecast follows a series whose
+    level leaves the range of the training windows. The result is the same kind of linear
+    map of ``F_all``: the window's weights are kept and the last value's weight gets one
+    minus their sum.
     With fewer than six rows (no folds to choose the penalty by) the anchor is not used: the
     small fixed penalty hardly shrinks, and the plain ridge fits such rows exactly in
     float32, where the anchored map leaves a rounding error whose gradients Adam would
@@ -104,19 +104,20 @@ def ridge_skip(F_all, ys, rows, n_skip_outputs, weights=None, anchor=None):
     w_all = np.ones(len(F_all)) if weights is None else np.asarray(weights, dtype=np.float64)
     rows = np.asarray(rows)
     F, y = F_all, ys
-    if anchor is not None and _n_folds(len(rows)) >= 2:
-        last, window, scale = anchor
+    anchored = anchor is not None and _n_folds(len(rows)) >= 2
+    if anchored:
+        last, window = anchor
         F = F_all.copy()
         F[:, window] -= F_all[:, last:last + 1]
-        y = ys - F_all[:, last:last + 1] * np.asarray(scale, dtype=np.float64)
+        y = ys - F_all[:, last:last + 1]
     eye = np.eye(F.shape[1])
     alpha = _penalty(F, y, w_all, rows, eye)
     f_mean, y_mean, Fc, yc, w, gram, rhs = _centred(F, y, w_all, rows)
     W = np.linalg.solve(gram + alpha * eye, rhs)
     b = y_mean - f_mean @ W
     resid = np.maximum(w @ (yc - Fc @ W) ** 2, 1e-4)
-    if F is not F_all:  # anchored: the same map on the unshifted features
-        W[last] += scale - W[window].sum(0)
+    if anchored:  # the same map on the unshifted features
+        W[last] += 1.0 - W[window].sum(0)
     k = ys.shape[1]
     weight = np.zeros((n_skip_outputs, F_all.shape[1]))
     bias = np.zeros(n_skip_outputs)

@@ -496,16 +496,16 @@ class FlowformerRegressor(RegressorTask, _FlowformerBase):
     def _persistence_anchor(self, module):
         """``ridge_skip``'s ``anchor`` for the fixed ridge skip (``skip="window"`` with
         ``instance_norm``) of a univariate series: the columns of the standardised window's
-        last value and values among the skip's features, and scale 1: persistence in
-        standardised units, so that the fit does not depend on the units of ``y`` (an
-        affine change of ``y`` changes the predictions alike, as without the anchor; for a
-        forecast the two standardisations nearly agree). ``None`` otherwise: with several
-        channels no output is tied to one channel's last value, and the ``"level"`` skip is
-        trained from its start anyway."""
+        last value and values among the skip's features. Persistence is taken in
+        standardised units, so the fit does not depend on the units of ``y`` (an affine
+        change of ``y`` changes the predictions alike, as without the anchor; for a forecast
+        the two standardisations nearly agree). ``None`` otherwise: with several channels no
+        output is tied to one channel's last value, and the ``"level"`` skip is trained from
+        its start anyway."""
         if not (module.instance_norm and module.skip_window) or self.n_channels_in_ != 1:
             return None
         columns = module.skip_columns()
-        return columns["last"].start, columns["window"], np.ones(self.n_outputs_)
+        return columns["last"].start, columns["window"]
 
     def _finish_fit(self, data, train, valid):
         self._keep_better_forecast(data, valid)

@@ -559,23 +559,23 @@ def test_ridge_skip_penalty_is_chosen_by_forward_chaining_folds():
 
 
 def test_ridge_skip_anchor_fits_the_ridge_relative_to_the_last_value():
-    # anchor=(last, window, scale): the ridge (penalty by the same forward-chaining folds) is
-    # fitted to y - scale * last on the window's values taken relative to the last value,
-    # and returned as the same map of the unshifted features
+    # anchor=(last, window): the ridge (penalty by the same forward-chaining folds) is
+    # fitted to y - last on the window's values taken relative to the last value, and
+    # returned as the same map of the unshifted features
     from skdiff.flowformer._data import ridge_skip
 
     rng = np.random.default_rng(1)
     X, y = make_windows(np.cumsum(rng.normal(size=400)), 12, 2)
     F = np.column_stack([X.mean(1), X.std(1), X[:, -1], X])
-    rows, scale = np.arange(len(F)), np.array([0.9, 1.1])
+    rows = np.arange(len(F))
     A = F.copy()
     A[:, 3:] -= F[:, 2:3]
-    w_ref, b_ref = ridge_skip(A, y - F[:, 2:3] * scale, rows, 2)
-    weight, bias = ridge_skip(F, y, rows, 4, anchor=(2, slice(3, None), scale))
+    w_ref, b_ref = ridge_skip(A, y - F[:, 2:3], rows, 2)
+    weight, bias = ridge_skip(F, y, rows, 4, anchor=(2, slice(3, None)))
     np.testing.assert_allclose(F @ weight[:2].T + bias[:2],
-                               A @ w_ref.T + b_ref + F[:, 2:3] * scale, atol=1e-9)
+                               A @ w_ref.T + b_ref + F[:, 2:3], atol=1e-9)
     # the Gaussian head's variance bias is the anchored ridge's residual variance
-    resid = np.mean((A @ w_ref.T + b_ref - (y - F[:, 2:3] * scale)) ** 2, axis=0)
+    resid = np.mean((A @ w_ref.T + b_ref - (y - F[:, 2:3])) ** 2, axis=0)
     np.testing.assert_allclose(np.log1p(np.exp(bias[2:])), resid, rtol=1e-9)
 
 
@@ -616,8 +616,7 @@ def test_persistence_anchor_only_for_the_fixed_skip_of_one_channel(channels, ski
     Xs = torch.as_tensor(est._sequences(X, reset=False))
     F = est.module_.skip_features(Xs).double().numpy()
     z = (y - est.y_mean_) / est.y_scale_
-    weight, bias = ridge_skip(F, z, np.arange(len(F)), 4, anchor=(2, slice(3, None),
-                                                                  np.ones(2)))
+    weight, bias = ridge_skip(F, z, np.arange(len(F)), 4, anchor=(2, slice(3, None)))
     np.testing.assert_allclose(est.module_.skip.weight.detach().numpy(), weight, atol=1e-5)
     np.testing.assert_allclose(est.module_.skip.bias.detach().numpy(), bias, atol=1e-5)
 
