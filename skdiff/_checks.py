@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import contextlib
 import numbers
+import sys
 import warnings
 
 import numpy as np
@@ -47,6 +48,16 @@ class Interval(_Interval):
     def __str__(self):
         text = super().__str__()
         return text.replace(" ", " finite ", 1) if self.finite else text
+
+
+def caller_stacklevel():
+    """``warnings.warn``'s ``stacklevel`` for the first frame outside skdiff, seen from the
+    function that calls this one: a warning then points at the user's line however deep
+    inside the package it is raised."""
+    frame, level = sys._getframe(1), 1
+    while frame is not None and frame.f_globals.get("__name__", "").split(".")[0] == "skdiff":
+        frame, level = frame.f_back, level + 1
+    return level
 
 
 @contextlib.contextmanager

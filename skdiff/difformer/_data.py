@@ -16,6 +16,7 @@ training or in chunked inductive prediction.
 
 from __future__ import annotations
 
+import hashlib
 import math
 import warnings
 from dataclasses import dataclass, field
@@ -37,6 +38,7 @@ __all__ = [
     "degree_scale",
     "graph_rows",
     "normalized_block",
+    "rows_fingerprint",
     "split_nodes",
     "streamed_forward",
 ]
@@ -234,6 +236,22 @@ def degree_scale(adjacency):
     r""":math:`\hat D^{-1/2}` of every node: ``1 / sqrt(1 + its weights but its self loop)``."""
     sums = np.asarray(adjacency.sum(axis=1), dtype=np.float64).ravel()
     return 1.0 / np.sqrt(1.0 + sums - adjacency.diagonal())
+
+
+#: Rows of ``X`` that :func:`rows_fingerprint` reads (evenly spaced).
+_FINGERPRINT_ROWS = 256
+
+
+def rows_fingerprint(X):
+    """A cheap key of the rows of a feature matrix (array, memory map or CSR): its shape and
+    a hash of at most ``_FINGERPRINT_ROWS`` evenly spaced rows. Equal for the same data;
+    two different matrices of one shape share it only if those rows agree."""
+    n = X.shape[0]
+    idx = np.unique(np.linspace(0, n - 1, min(n, _FINGERPRINT_ROWS)).astype(np.intp))
+    sub = X[idx]
+    sub = sub.toarray() if sp.issparse(sub) else np.asarray(sub)
+    digest = hashlib.sha1(np.ascontiguousarray(sub, dtype=np.float64).tobytes()).hexdigest()
+    return tuple(X.shape), digest
 
 
 @dataclass

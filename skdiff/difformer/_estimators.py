@@ -27,7 +27,12 @@ from .._base import (
     derive_seed,
     first_item,
 )
-from .._checks import check_sample_weight, check_target_length, validate_data
+from .._checks import (
+    caller_stacklevel,
+    check_sample_weight,
+    check_target_length,
+    validate_data,
+)
 from .._docs import fill_doc, parse_docs
 from .._engine import float64_copy
 from .._graph import Graph, check_adjacency, check_node_ids
@@ -39,6 +44,7 @@ from ._data import (
     GraphInputs,
     Partitions,
     Reshuffle,
+    rows_fingerprint,
     streamed_forward,
     streams,
 )
@@ -208,7 +214,8 @@ best-validation weights seen so far are restored at the end of every call (skorc
 DIFFORMER_DOCS["predict_modes"] = """
 Without ``adjacency``, each row attends to the stored training rows only (inductive:
 independent of how the rows are batched; a model fitted with a graph treats new rows
-as isolated nodes). With ``adjacency`` (n, n) over the rows of X: one joint forward
+as isolated nodes, and warns when X holds the very rows it was fitted on with an
+adjacency). With ``adjacency`` (n, n) over the rows of X: one joint forward
 over them (the paper's transductive setting). In graph mode (``fit(..., graph=g)``),
 X holds node ids and the answer comes from a full-graph forward (cached at the end
 of ``fit`` for the fitted graph; pass ``graph`` to predict on another graph).
@@ -288,6 +295,9 @@ class _DIFFormerBase(NeuralEstimatorBase):
     def _make_data(self, X, y, *, reset, adjacency=None, graph=None, validation_mask=None,
                    sample_weight=None, classes=None):
         inputs = self._inputs(X, adjacency, graph, reset=reset)
+        if reset:  # predict(X) without the adjacency of fit is a likely slip: warned there
+            self._graph_rows_key = (rows_fingerprint(inputs.features)
+                                    if adjacency is not None else None)
         if self.attention_scope == "graph" and not inputs.has_graph:
             raise ValueError("attention_scope='graph' attends along the edges of a graph: pass "
                              "'adjacency' (or 'graph') to fit, or use attention_scope='all'.")
@@ -567,6 +577,16 @@ class _DIFFormerBase(NeuralEstimatorBase):
                 return "cached", GraphInputs(None, ids=check_node_ids(X, g.n_nodes)), g
             return "joint", self._inputs(X, None, g, reset=False), g
         inputs = self._inputs(X, adjacency, None, reset=False)
+        key = getattr(self, "_graph_rows_key", None)  # absent from older pickles
+        if adjacency is None and key is not None \
+                and rows_fingerprint(inputs.features) == key:
+            warnings.warn(
+                f"X holds the rows {type(self).__name__} was fitted on with an adjacency, "
+                "but predict received none, so every row is a new node without edges that "
+                "attends to the training rows only. Pass the same adjacency to predict for "
+                "one forward over the graph, or read transduction_ (the fitted rows' "
+                "predictions, after label_propagation); silence this warning if isolated "
+                "nodes are meant.", UserWarning, stacklevel=caller_stacklevel())
         return ("joint" if adjacency is not None else "inductive"), inputs, None
 
     def _outputs(self, prepared, mc=False):

@@ -1,6 +1,7 @@
 """DIFFormerClassifier: real-data floors, graph recipes, sklearn integration, errors."""
 
 import pickle
+import warnings
 
 import joblib
 import numpy as np
@@ -85,7 +86,35 @@ def test_other_kernels_learn_the_planted_graph(planted, kernel, scope):
     clf = DIFFormerClassifier(**FAST, kernel=kernel, attention_scope=scope, block_size=64,
                               random_state=0).fit(X, y_semi, adjacency=A)
     assert np.mean(clf.transduction_[::2] == y[::2]) > 0.75  # chance is 1/3
-    assert clf.predict(X).shape == (300,)  # inductive: new rows are isolated nodes
+    assert clf.predict(X[1::2]).shape == (150,)  # inductive: new rows are isolated nodes
+
+
+def test_predict_on_the_fitted_rows_without_their_adjacency_warns(planted):
+    # fit(X, y, adjacency=A) then predict(X): every row becomes an isolated new node, a
+    # likely slip that costs accuracy; the warning says what to pass instead
+    X, y, A = planted
+    y_semi = y.copy()
+    y_semi[::2] = -1
+    clf = DIFFormerClassifier(**FAST, random_state=0).fit(X, y_semi, adjacency=A)
+    with pytest.warns(UserWarning, match="fitted on with an adjacency") as record:
+        isolated = clf.predict(X)
+    assert "adjacency to predict" in str(record[0].message)
+    assert "transduction_" in str(record[0].message)
+    assert record[0].filename == __file__  # it points at the caller's line
+    joint = clf.predict(X, adjacency=A)
+    acc_isolated, acc_joint = (np.mean(p[::2] == y[::2]) for p in (isolated, joint))
+    assert acc_joint > acc_isolated + 0.05
+    # no warning with the adjacency, on other rows, from a pickled copy's other rows, or
+    # after a fit without a graph
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        clf.predict(X, adjacency=A)
+        clf.predict(X[:299])
+        clf.predict(X + 1e-3)
+        pickle.loads(pickle.dumps(clf)).predict(X[::-1])
+        DIFFormerClassifier(**{**FAST, "max_epochs": 2}, random_state=0).fit(X, y).predict(X)
+    with pytest.warns(UserWarning, match="fitted on with an adjacency"):
+        pickle.loads(pickle.dumps(clf)).predict_proba(X)
 
 
 def test_minibatch_training_with_induced_subgraphs(planted):
