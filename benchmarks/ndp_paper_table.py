@@ -2,7 +2,7 @@
 
 Collects the results files of ``ndp_interpolation.py`` runs (one per prior and input
 dimension; each keeps its own command) into one file, with a row per task and prior: the
-NDP's log-likelihood per target point with the default sampler, the released model's figure
+NDP's log-likelihood per target point with the run's sampler, the released model's figure
 on the same task (the paper's repository, ``experiments/regression/trained_models/*/
 metrics.csv``: 128,000 steps), and the exact GP's two reference scores on the same tasks:
 its posterior seen through the same metric (128 of its own samples, moment-matched: what a
@@ -56,14 +56,16 @@ def main(argv=None):
     p.add_argument("--json", default=None, help="write the table here")
     args = p.parse_args(argv)
     rows = sorted((r for path in args.runs for r in rows_of(path)),
-                  key=lambda r: (r["n_dims"], r["kernel"], r["prior"] != r["kernel"]))
-    print(f"{'task':14s} {'prior':9s} {'NDP':>15s} {'released':>9s} {'prior Bayes':>15s} "
-          f"{'GP samples':>15s} {'GP analytic':>15s}")
+                  key=lambda r: (r["n_dims"], r["kernel"], r["prior"] != r["kernel"],
+                                 r["sampler"] != "fast", -r["n_tasks"]))
+    print(f"{'task':14s} {'prior':9s} {'sampler':7s} {'tasks':>5s} {'NDP':>15s} "
+          f"{'released':>9s} {'prior Bayes':>15s} {'GP samples':>15s} {'GP analytic':>15s}")
     for r in rows:
         released = "–" if r["released"] is None else f"{r['released']:.3f}"
         bayes = "–" if r["prior_bayes"] is None else \
             f"{r['prior_bayes'][0]:7.3f} ± {r['prior_bayes'][1]:.3f}"
-        print(f"{r['task']:14s} {r['prior']:9s} {r['ndp'][0]:7.3f} ± {r['ndp'][1]:.3f} "
+        print(f"{r['task']:14s} {r['prior']:9s} {r['sampler']:7s} {r['n_tasks']:5d} "
+              f"{r['ndp'][0]:7.3f} ± {r['ndp'][1]:.3f} "
               f"{released:>9s} {bayes:>15s} {r['gp_sampled'][0]:7.3f} ± "
               f"{r['gp_sampled'][1]:.3f} {r['gp_true'][0]:7.3f} ± {r['gp_true'][1]:.3f}")
     if args.json:
