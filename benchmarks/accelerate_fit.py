@@ -178,6 +178,11 @@ def main():
                 json.dump(out, f, indent=1)
     failures = broadcast_object_list([failures])[0]
     accelerator.wait_for_everyone()
+    # leave the process group before the interpreter exits: torn down at exit instead, gloo's
+    # threads can abort a process ("terminate called without an active exception") after
+    # every check has passed
+    if torch.distributed.is_available() and torch.distributed.is_initialized():
+        torch.distributed.destroy_process_group()
     if failures:
         accelerator.print("FAILED: " + "; ".join(failures))
         sys.exit(1)
