@@ -61,6 +61,10 @@ SAMPLERS = {
     "q50-U2": dict(n_steps=50, n_resample=2, spacing="quadratic"),
     "q75-U1": dict(n_steps=75, n_resample=1, spacing="quadratic"),
     "q100-U0": dict(n_steps=100, n_resample=0, spacing="quadratic"),
+    # tiered: U = 4 on jumps back to levels >= 40, U = 1 below (140 evaluations)
+    "c40-U4/1": dict(n_steps=40, n_resample=4, spacing="cubic", fine_level=40,
+                     n_resample_fine=1),
+    "c55-U2": dict(n_steps=55, n_resample=2, spacing="cubic"),
 }
 REFERENCE = "ddpm500-U5"
 
@@ -70,7 +74,9 @@ def sampler_path(schedule, kwargs):
     n = kwargs["n_steps"]
     levels = (list(range(schedule.T - 1, -1, -1)) if n is None
               else strided_levels(schedule.T, n, kwargs.get("spacing", "quadratic")))
-    return resample_path(levels, kwargs["n_resample"], kwargs.get("jump_length", 1))
+    return resample_path(levels, kwargs["n_resample"], kwargs.get("jump_length", 1),
+                         fine_level=kwargs.get("fine_level", 0),
+                         n_resample_fine=kwargs.get("n_resample_fine", 0))
 
 
 def exact_posterior(task, kernel, n_dims):

@@ -142,12 +142,14 @@ def test_prior_sample_recovers_gp_prior(task):
     assert abs(emp - exact) < 4.5 * (1 - exact**2) / math.sqrt(S)
 
 
-@pytest.mark.parametrize("n_steps, U, spacing, kl_bound", [
-    (None, 5, None, 0.02),           # the paper's sampler: DDPM over all 500 levels, U = 5
-    (32, 4, "cubic", 0.025),         # 32 cubic strided steps, U = 4 (141 evaluations)
-    (20, 4, "quadratic", 0.05),      # 20 quadratic strided steps, U = 4 (96 evaluations)
+@pytest.mark.parametrize("n_steps, U, spacing, fine, kl_bound", [
+    (None, 5, None, {}, 0.02),       # the paper's sampler: DDPM over all 500 levels, U = 5
+    (32, 4, "cubic", {}, 0.025),     # 32 cubic strided steps, U = 4 (141 evaluations)
+    (20, 4, "quadratic", {}, 0.05),  # 20 quadratic strided steps, U = 4 (96 evaluations)
+    # tiered: 40 cubic steps, U = 4 on jumps back to levels >= 40, U = 1 below (140)
+    (40, 4, "cubic", {"fine_level": 40, "n_resample_fine": 1}, 0.025),
 ])
-def test_repaint_recovers_gp_posterior(task, n_steps, U, spacing, kl_bound):
+def test_repaint_recovers_gp_posterior(task, n_steps, U, spacing, fine, kl_bound):
     x, K, C, y_ctx = task
     sched = NoiseSchedule.official()
     oracle = OracleEps(sched, K)
@@ -155,18 +157,22 @@ def test_repaint_recovers_gp_posterior(task, n_steps, U, spacing, kl_bound):
     torch.manual_seed(1)
     xt = torch.as_tensor(x[:, None])
     y = conditional_sample(oracle, sched, xt[:C], torch.as_tensor(y_ctx), xt[C:], n_samples=S,
-                           n_resample=U, n_steps=n_steps, spacing=spacing or "quadratic")
+                           n_resample=U, n_steps=n_steps, spacing=spacing or "quadratic",
+                           **fine)
     levels = (list(range(499, -1, -1)) if n_steps is None
               else strided_levels(500, n_steps, spacing))
-    assert oracle.calls == (len(levels) - 1) * (U + 1) + 1
+    path = resample_path(levels, U, **fine)
+    assert oracle.calls == n_evaluations(path)
+    if not fine:
+        assert oracle.calls == (len(levels) - 1) * (U + 1) + 1
     assert oracle.batch_sizes == {S}
     samples = y.squeeze(-1).double().numpy()
     # 1. the implementation: Monte Carlo moments match the exact propagation of the algorithm.
-    m, P = sampler_moments(sched, K, C, y_ctx, resample_path(levels, U))
+    m, P = sampler_moments(sched, K, C, y_ctx, path)
     _assert_moments_within_mc(samples, m, P)
     # 2. the approximation: close to the exact GP posterior (RePaint is exact only as U -> inf;
     #    measured bias on this task: KL/point 0.006 (paper's sampler), 0.008 (32 cubic steps),
-    #    0.017 (20 quadratic steps)).
+    #    0.017 (20 quadratic steps), 0.015 (tiered)).
     mu, Sig = gp_posterior(K, C, y_ctx)
     kl = kl_per_point(m, P, mu, Sig)
     assert kl < kl_bound
@@ -244,6 +250,28 @@ def test_resample_path():
         resample_path([3, 0], 1, jump_length=0)
     with pytest.raises(ValueError, match=r"'n_resample' must be an integer >= 0; got 1.5"):
         resample_path([3, 0], 1.5)
+
+
+def test_tiered_resample_path():
+    """Jumps back to levels below ``fine_level`` are repeated ``n_resample_fine`` times."""
+    # positions 1 (back to 9), 2 (back to 5) and 3 (back to 2); fine below 5: U = 0 at 3
+    assert resample_path([9, 5, 2, 0], 2, fine_level=5, n_resample_fine=0) == \
+        [9, 5, 9, 5, 9, 5, 2, 5, 2, 5, 2, 0, -1]
+    assert resample_path([9, 5, 2, 0], 2, fine_level=6, n_resample_fine=1) == \
+        [9, 5, 9, 5, 9, 5, 2, 5, 2, 0, 2, 0, -1]
+    levels = strided_levels(500, 40, "cubic")
+    coarse = sum(1 for v in levels[:-1] if v >= 40)  # jump positions whose back level >= 40
+    assert n_evaluations(resample_path(levels, 4, fine_level=40, n_resample_fine=1)) == \
+        len(levels) + 4 * coarse + 1 * (len(levels) - 1 - coarse) == 140
+    # fine_level=0 (the default) is the uniform path whatever n_resample_fine says
+    assert resample_path(levels, 4, fine_level=0, n_resample_fine=1) == resample_path(levels, 4)
+    # with jumps of j positions, the level jumped back to decides
+    assert resample_path([5, 4, 2, 1, 0], 1, jump_length=2, fine_level=3,
+                         n_resample_fine=0) == [5, 4, 2, 5, 4, 2, 1, 0, -1]
+    with pytest.raises(ValueError, match=r"'fine_level' must be an integer >= 0; got -1"):
+        resample_path([3, 0], 1, fine_level=-1)
+    with pytest.raises(ValueError, match=r"'n_resample_fine' must be an integer >= 0; got 0.5"):
+        resample_path([3, 0], 1, fine_level=2, n_resample_fine=0.5)
 
 
 @pytest.mark.parametrize("n_steps, U, j", [(12, 2, 3), (7, 1, 1)])

@@ -410,3 +410,20 @@ def test_alpha_noisy_context_is_smoothed_through():
     with pytest.warns(UserWarning, match=r"alpha=0.1 is not applied: the context's GP needs"):
         two = NDPRegressor(alpha=0.1, **FAST).fit(Xc[:2], yc[:2])
     assert two.alpha_ == 0.0 and two.context_posterior_ is None
+
+
+@pytest.mark.parametrize("sampler, n_evals", [("fast", 141), ("tiered", 140)])
+def test_sampler_network_evaluations(data, sampler, n_evals):
+    """One sampling call evaluates the network once per reverse step of its level path."""
+    X, y, Xt, _ = data
+    est = NDPRegressor(sampler=sampler, n_samples=2, x_bounds=(-2, 2), random_state=0,
+                       device="cpu").fit(X, y)
+    calls = []
+    handle = est.module_.register_forward_hook(lambda *args: calls.append(1))
+    try:
+        samples = est.sample_posterior(Xt[:5], n_samples=2, random_state=0)
+    finally:
+        handle.remove()
+    assert len(calls) == n_evals and samples.shape == (5, 2) and np.isfinite(samples).all()
+    with pytest.raises(ValueError, match=r"'sampler' parameter .*'tiered'.*Got 'tired'"):
+        NDPRegressor(sampler="tired").fit(X, y)
