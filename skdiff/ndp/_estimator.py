@@ -130,7 +130,7 @@ class NDPRegressor(RegressorMixin, EstimatorBase):
         ``"tiered"`` scores above both: +0.04 (SE) and +0.03 (Matérn-5/2) nats per point
         against the paper's sampler, where ``"fast"`` scores −0.01 and −0.02; with the
         ``"gp"`` prior it scores above ``"fast"`` on 3 of 4 sets of 8 tasks (−0.03 to +0.12
-        nats per point). Not yet measured at D ≥ 2, so ``"fast"`` stays the default.
+        nats per point). Not yet benchmarked at D ≥ 2, so ``"fast"`` stays the default.
     n_sampling_steps : int, default=32
         Reverse steps of the fast sampler (network evaluations per call:
         ``(n_sampling_steps - 1) * (n_resample + 1) + 1`` less the levels the cubic spacing
