@@ -252,7 +252,7 @@ def _ndp_interpolation(doc):
 
 
 #: The paper-task table's names of ``NDPRegressor``'s samplers.
-NDP_SAMPLERS = {"fast": "fast (default)", "ddpm": "DDPM-500, U = 5"}
+NDP_SAMPLERS = {"fast": "fast (default)", "tiered": "tiered", "ddpm": "DDPM-500, U = 5"}
 
 
 def _ndp_paper_tasks(doc):
@@ -583,9 +583,11 @@ CLAIMS = {
         "python benchmarks/ndp_paper_table.py benchmarks/results/ndp_interpolation_se.json "
         "benchmarks/results/ndp_interpolation_se_fast8.json "
         "benchmarks/results/ndp_interpolation_se_ddpm.json "
+        "benchmarks/results/ndp_interpolation_se_tiered.json "
         "benchmarks/results/ndp_interpolation_matern52.json "
         "benchmarks/results/ndp_interpolation_matern52_fast8.json "
         "benchmarks/results/ndp_interpolation_matern52_ddpm.json "
+        "benchmarks/results/ndp_interpolation_matern52_tiered.json "
         "benchmarks/results/ndp_interpolation_se_d2.json "
         "benchmarks/results/ndp_interpolation_matern52_d2.json "
         "benchmarks/results/ndp_interpolation_gp_d2_se.json "
