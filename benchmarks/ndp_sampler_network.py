@@ -47,6 +47,7 @@ from sklearn.gaussian_process import GaussianProcessRegressor
 
 from skdiff.diffusion import conditional_sample, n_evaluations, resample_path, strided_levels
 from skdiff.diffusion.priors import load_prior
+from skdiff.diffusion.samplers import TIERED
 from skdiff.ndp import gaussian_log_likelihood
 
 #: The samplers compared: keyword arguments of ``conditional_sample``.
@@ -62,8 +63,7 @@ SAMPLERS = {
     "q75-U1": dict(n_steps=75, n_resample=1, spacing="quadratic"),
     "q100-U0": dict(n_steps=100, n_resample=0, spacing="quadratic"),
     # tiered: U = 4 on jumps back to levels >= 40, U = 1 below (140 evaluations)
-    "c40-U4/1": dict(n_steps=40, n_resample=4, spacing="cubic", fine_level=40,
-                     n_resample_fine=1),
+    "c40-U4/1": dict(n_resample=4, **TIERED),
     "c55-U2": dict(n_steps=55, n_resample=2, spacing="cubic"),
 }
 REFERENCE = "ddpm500-U5"

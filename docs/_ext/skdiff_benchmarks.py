@@ -576,9 +576,9 @@ CLAIMS = {
         "own samples: what a perfect sampler scores) and the exact GP's analytic predictive "
         "(the optimum). The run column names the results file of ndp_interpolation.py behind "
         "the row; its command is in that file. The sampler column names NDPRegressor's "
-        "sampler: the default fast one (141 network evaluations) or the paper's DDPM-500 "
-        "with RePaint U = 5 (2,995), the latter on 8 tasks, beside the fast one on the same "
-        "8 tasks.",
+        "sampler: the default fast one (141 network evaluations), the tiered one (140) or "
+        "the paper's DDPM-500 with RePaint U = 5 (2,995); the latter two on 8 tasks, beside "
+        "the fast one on the same 8 tasks.",
         "ndp_paper_tasks.json",
         "python benchmarks/ndp_paper_table.py benchmarks/results/ndp_interpolation_se.json "
         "benchmarks/results/ndp_interpolation_se_fast8.json "

@@ -76,6 +76,10 @@ __all__ = [
 ]
 
 
+#: The tiered path's keywords of :func:`conditional_sample` (with ``n_resample`` for the
+#: coarse steps): 40 cubic levels, ``n_resample_fine=1`` on jumps back below level 40.
+TIERED = {"n_steps": 40, "spacing": "cubic", "fine_level": 40, "n_resample_fine": 1}
+
 #: Exponent ``p`` of each level spacing: level :math:`(T-1)(1 - i/(n-1))^p`.
 SPACINGS = {"uniform": 1, "quadratic": 2, "cubic": 3}
 

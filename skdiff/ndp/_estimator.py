@@ -17,7 +17,7 @@ from .._checks import check_n_samples, fit_scale
 from .._docs import fill_doc, parse_docs
 from .._engine import draw_seed, error_line, out_of_memory_as, torch_seed
 from ..diffusion.priors import TrainedPrior
-from ..diffusion.samplers import conditional_sample, prior_sample
+from ..diffusion.samplers import TIERED, conditional_sample, prior_sample
 from ..diffusion.training import box_to_domain, checked_x_bounds
 from ._prior_cache import default_cache_dir, pretrained_prior, trained_prior
 
@@ -643,7 +643,7 @@ class NDPRegressor(RegressorMixin, EstimatorBase):
         if self.sampler == "ddpm":
             return {"n_steps": None}
         if self.sampler == "tiered":
-            return {"n_steps": 40, "spacing": "cubic", "fine_level": 40, "n_resample_fine": 1}
+            return dict(TIERED)
         return {"n_steps": self.n_sampling_steps, "spacing": "cubic"}
 
     def _amplitude_draws(self, n_samples, seed):
