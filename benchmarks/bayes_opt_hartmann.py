@@ -11,10 +11,10 @@ function's dimension on the evaluations so far (no retraining between iterations
 ``--priors gp matern52`` runs the marginalising ``gp`` prior and the Matérn-5/2 one, whose
 lengthscale is fixed) on power-transformed values (``y_transform="auto"``, the default;
 ``--raw-priors gp`` also runs those priors on the values as they are, as ``ndp_raw`` /
-``ndp_<prior>_raw``); GPR refits a Matérn-5/2 kernel
-by ML-II at every iteration (initial lengthscale 0.3 and bounds 0.01 to 10, times each side
-of the box) on the values as they are (its default) and, as ``gpr_power``, on
-power-transformed values. NDP ranks the candidates by a draw denoised from 8 joint
+``ndp_<prior>_raw``), with ``NDPRegressor``'s default sampler (``--sampler``); GPR
+refits a Matérn-5/2 kernel by ML-II at every iteration (initial lengthscale 0.3 and bounds
+0.01 to 10, times each side of the box) on the values as they are (its default) and, as
+``gpr_power``, on power-transformed values. NDP ranks the candidates by a draw denoised from 8 joint
 samples (``thompson_sampling``'s default for it); ``--no-denoise`` by one sample. Printed:
 the simple regret (best value so far minus the global minimum) against iterations, mean
 ± standard error over ``--n-seeds`` runs; with ``--json``, every run's regret after each
@@ -60,6 +60,8 @@ def main(argv=None):
     p.add_argument("--raw-priors", nargs="*", default=[],
                    help="shipped NDP priors to run also with y_transform=None (method "
                         "'ndp_raw' for gp, 'ndp_<name>_raw' else)")
+    p.add_argument("--sampler", default="tiered", choices=("tiered", "fast", "ddpm"),
+                   help="NDPRegressor's sampler (default: its default, 'tiered')")
     p.add_argument("--no-denoise", action="store_true",
                    help="NDP rows rank the candidates by one joint sample "
                         "(thompson_sampling(denoise=False)) instead of the default draw "
@@ -74,7 +76,8 @@ def main(argv=None):
     apply_runtime_args(args)
     objective, bounds, f_min = FUNCTIONS[args.function]
     def ndp(prior):
-        return lambda: NDPRegressor(prior=prior, x_bounds=bounds, n_samples=2)
+        return lambda: NDPRegressor(prior=prior, x_bounds=bounds, n_samples=2,
+                                    sampler=args.sampler)
 
     def gpr():
         return bo_gpr(bounds)

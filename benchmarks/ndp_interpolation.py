@@ -6,7 +6,7 @@ points (D = 1; 5-20 at D = 2) and 50 targets. Metrics on the targets: joint log-
 target point of the Gaussian moment-matched to 128 samples (NDP) or of the exact predictive
 (GPs), MSE of the mean, coverage of the central 95 % marginal interval.
 
-Methods: NDPRegressor (the shipped prior, default fast sampler, ``x_bounds=(-2, 2)`` so tasks
+Methods: NDPRegressor (the shipped prior, default tiered sampler, ``x_bounds=(-2, 2)`` so tasks
 live in the prior's domain, ``x_scaling="box"``, the paper's fixed map of its isotropic
 tasks, unless ``--x-scaling ard``, and ``alpha=0``: the tasks' noise is the prior's), the
 exact GP with the true hyper-parameters (the optimum), and ``GaussianProcessRegressor`` with
@@ -170,8 +170,10 @@ def main(argv=None):
     p.add_argument("--kernels", nargs="+", default=["se", "matern52"])
     p.add_argument("--dims", nargs="+", type=int, default=[1])
     p.add_argument("--prior", default="gp")
-    p.add_argument("--sampler", default="fast")
-    p.add_argument("--n-sampling-steps", type=int, default=32)
+    p.add_argument("--sampler", default="tiered", choices=("tiered", "fast", "ddpm"),
+                   help="NDPRegressor's sampler (default: its default)")
+    p.add_argument("--n-sampling-steps", type=int, default=None,
+                   help="NDPRegressor's n_sampling_steps (default: the sampler's own)")
     p.add_argument("--n-resample", type=int, default=4)
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--n-samples", type=int, default=128,

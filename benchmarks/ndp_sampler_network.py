@@ -124,6 +124,8 @@ def main(argv=None):
     p.add_argument("--repeats", type=int, default=1,
                    help="independent runs of each candidate per task (seeds i + 100 r), "
                         "scores averaged per task: less Monte Carlo noise in the differences")
+    p.add_argument("--reference", default=REFERENCE, choices=list(SAMPLERS),
+                   help="the sampler the others are paired against (default: the paper's)")
     p.add_argument("--seed", type=int, default=0, help="task seed (make_tasks)")
     p.add_argument("--task-ids", type=int, nargs="+", default=None,
                    help="run only these tasks of the --n-tasks set (default: all)")
@@ -132,7 +134,8 @@ def main(argv=None):
     p.add_argument("--json", default=None, help="write the results here")
     args = p.parse_args(argv)
     apply_runtime_args(args)
-    samplers = [REFERENCE] + [s for s in args.samplers if s != REFERENCE]
+    reference = args.reference
+    samplers = [reference] + [s for s in args.samplers if s != reference]
     module, config = load_prior(args.prior, args.n_dims)
     schedule = config.schedule()
     tasks = make_tasks(args.kernel, args.n_dims, args.n_tasks, seed=args.seed)
@@ -155,8 +158,8 @@ def main(argv=None):
             scores = []
             # the reference runs once, with seeds offset by 1000: its Monte Carlo noise is
             # independent of the candidates'
-            for r in range(1 if name == REFERENCE else args.repeats):
-                seed = i + (1000 if name == REFERENCE else 100 * r)
+            for r in range(1 if name == reference else args.repeats):
+                seed = i + (1000 if name == reference else 100 * r)
                 f = None if cache is None else cache / f"{args.prior}_d{args.n_dims}" / \
                     f"{args.kernel}_seed{args.seed}" / name / \
                     (f"task{i:02d}.npz" if r == 0 else f"task{i:02d}_r{r}.npz")
@@ -176,11 +179,11 @@ def main(argv=None):
         print(f"task {i:2d} ({len(task[0])} context): " + "  ".join(
             f"{n} {rows[n]['loglik'][-1]:.3f}/{rows[n]['expected'][-1]:.3f}" for n in samplers),
             flush=True)
-    ref = rows[REFERENCE]
+    ref = rows[reference]
     results = {"ceiling": {k: paired(v, np.zeros(len(v)))[0] for k, v in ceiling.items()}}
     print(f"\n{args.kernel} tasks, D={args.n_dims}, prior {args.prior!r}, {len(ids)} tasks, "
           f"{args.n_samples} samples (loglik / expected: per target point; difference to "
-          f"{REFERENCE}: paired mean ± s.e.)")
+          f"{reference}: paired mean ± s.e.)")
     print(f"{'sampler':12s} {'evals':>6s} {'loglik':>8s} {'diff':>16s} {'expected':>9s} "
           f"{'diff':>16s} {'s/task':>7s}")
     for name in samplers:

@@ -116,25 +116,27 @@ class NDPRegressor(RegressorMixin, EstimatorBase):
     pretrained : bool, default=True
         Use the shipped weights. ``False`` trains a prior of this configuration (minutes;
         cached in ``cache_dir``).
-    sampler : {"fast", "tiered", "ddpm"}, default="fast"
-        ``"fast"``: ``n_sampling_steps`` strided steps (cubic spacing: small steps at the
-        lowest noise levels, where the posterior's fine structure is resolved) with RePaint
-        resampling; ``"tiered"``: 40 cubic levels, ``n_resample`` repeats on the steps above
-        level 40, where the coarse structure forms, and one below (140 network evaluations
-        at ``n_resample=4``; ``n_sampling_steps`` does not apply); ``"ddpm"``: the paper's
-        sampler over all ``T`` levels (about 20 times slower). On the paper's interpolation
-        tasks at D = 1 the fast sampler scores 0.02 ± 0.02 nats per point below the paper's
-        in expectation over the targets (:func:`skdiff.diffusion.conditional_sample`), and
-        0.11 (SE prior) and 0.24 (Matérn-5/2 prior) below it on 8 tasks of the benchmark's
-        paper-task table. On 8 other tasks, paired and in expectation over the targets,
-        ``"tiered"`` scores above both: +0.04 (SE) and +0.03 (Matérn-5/2) nats per point
-        against the paper's sampler, where ``"fast"`` scores −0.01 and −0.02; with the
-        ``"gp"`` prior it scores above ``"fast"`` on 3 of 4 sets of 8 tasks (−0.03 to +0.12
-        nats per point). Not yet benchmarked at D ≥ 2, so ``"fast"`` stays the default.
-    n_sampling_steps : int, default=32
-        Reverse steps of the fast sampler (network evaluations per call:
-        ``(n_sampling_steps - 1) * (n_resample + 1) + 1`` less the levels the cubic spacing
-        merges at the bottom: 141 at the defaults, against 2995 for ``"ddpm"``).
+    sampler : {"tiered", "fast", "ddpm"}, default="tiered"
+        ``"tiered"``: ``n_sampling_steps`` (40) levels spaced cubically (small steps at the
+        lowest noise levels, where the posterior's fine structure is resolved), with
+        ``n_resample`` RePaint repeats on the jumps back to levels 40 and above, where the
+        coarse structure forms, and one below, where the small steps resolve the noise floor
+        (140 network evaluations at the defaults); ``"fast"``: ``n_sampling_steps`` (32)
+        cubic levels with ``n_resample`` repeats on every step (141 evaluations);
+        ``"ddpm"``: the paper's sampler over all ``T`` levels (2995 evaluations at
+        ``n_resample=5``, about 20 times slower). Paired on 8 tasks of the paper's
+        interpolation benchmark at D = 1 and scored in expectation over the targets,
+        ``"tiered"`` scores +0.04 (SE prior) and +0.03 (Matérn-5/2 prior) nats per point
+        against the paper's sampler, ``"fast"`` −0.01 and −0.02; on the 8 tasks that chose
+        the tiered path, at the drawn targets, ``"tiered"`` is 0.02 and 0.08 below the
+        paper's sampler and ``"fast"`` 0.11 and 0.24 (the NDP benchmark page has the
+        tables).
+    n_sampling_steps : int, default=None
+        Levels of the ``"tiered"`` and ``"fast"`` paths (``None``: 40 and 32). Network
+        evaluations per call: ``"fast"``: ``(n_sampling_steps - 1) * (n_resample + 1) + 1``
+        less the levels the cubic spacing merges at the bottom; ``"tiered"``: the same with
+        ``min(n_resample, 1)`` repeats on the jumps back below level 40. Not used by
+        ``"ddpm"``, which takes every level.
     n_resample : int, default=4
         RePaint resampling repeats ``U`` per step (the paper uses 5 with ``"ddpm"``).
     n_samples : int, default=64
@@ -295,8 +297,8 @@ class NDPRegressor(RegressorMixin, EstimatorBase):
     _parameter_constraints: dict = {
         "prior": [str, os.PathLike, TrainedPrior],
         "pretrained": ["boolean"],
-        "sampler": [StrOptions({"fast", "tiered", "ddpm"})],
-        "n_sampling_steps": [Interval(numbers.Integral, 2, None, closed="left")],
+        "sampler": [StrOptions({"tiered", "fast", "ddpm"})],
+        "n_sampling_steps": [Interval(numbers.Integral, 2, None, closed="left"), None],
         "n_resample": [Interval(numbers.Integral, 0, None, closed="left")],
         "n_samples": [Interval(numbers.Integral, 2, None, closed="left")],
         "x_bounds": ["array-like", None],
@@ -322,7 +324,7 @@ class NDPRegressor(RegressorMixin, EstimatorBase):
         "callbacks": [list, tuple, None],
     }
 
-    def __init__(self, *, prior="gp", pretrained=True, sampler="fast", n_sampling_steps=32,
+    def __init__(self, *, prior="gp", pretrained=True, sampler="tiered", n_sampling_steps=None,
                  n_resample=4, n_samples=64, x_bounds=None, x_margin=0.9, x_scaling="ard",
                  alpha="auto", predict_noise=True,
                  normalize_y=True, max_context=128, predict_batch_size=64, hidden_dim=None,
@@ -637,14 +639,19 @@ class NDPRegressor(RegressorMixin, EstimatorBase):
 
         return eps
 
-    def _levels_kwargs(self):
-        """The sampler's levels: all ``T`` (``"ddpm"``), ``n_sampling_steps`` cubic ones
-        (``"fast"``) or the tiered path's 40 cubic ones."""
+    def _levels_kwargs(self, conditional=True):
+        """The sampler's levels: all ``T`` (``"ddpm"``), or ``n_sampling_steps`` cubic ones,
+        with the tiered path's single repeats below level 40 (``"tiered"``; resampling only
+        applies when ``conditional``)."""
         if self.sampler == "ddpm":
             return {"n_steps": None}
-        if self.sampler == "tiered":
-            return dict(TIERED)
-        return {"n_steps": self.n_sampling_steps, "spacing": "cubic"}
+        if self.sampler == "fast":
+            return {"n_steps": self.n_sampling_steps or 32, "spacing": "cubic"}
+        kwargs = dict(TIERED, n_steps=self.n_sampling_steps or TIERED["n_steps"])
+        if not conditional:
+            return {"n_steps": kwargs["n_steps"], "spacing": kwargs["spacing"]}
+        kwargs["n_resample_fine"] = min(kwargs["n_resample_fine"], self.n_resample)
+        return kwargs
 
     def _amplitude_draws(self, n_samples, seed):
         """Per-sample factors ``r`` on the estimated amplitude, or None when it is not
@@ -781,7 +788,7 @@ class NDPRegressor(RegressorMixin, EstimatorBase):
             ys = prior_sample(
                 self._eps_model(), self.schedule_,
                 torch.as_tensor(Z, dtype=torch.float32, device=dev), n_samples=n_samples,
-                **self._levels_kwargs())
+                **self._levels_kwargs(conditional=False))
         return ys.squeeze(-1).T.double().cpu().numpy() * self.y_std_ + self.y_mean_
 
     # -- predict ---------------------------------------------------------------------------

@@ -412,18 +412,35 @@ def test_alpha_noisy_context_is_smoothed_through():
     assert two.alpha_ == 0.0 and two.context_posterior_ is None
 
 
-@pytest.mark.parametrize("sampler, n_evals", [("fast", 141), ("tiered", 140)])
-def test_sampler_network_evaluations(data, sampler, n_evals):
-    """One sampling call evaluates the network once per reverse step of its level path."""
+# 40 cubic levels of T = 500 merge to 36 distinct ones (35 steps: 23 from levels >= 40), 32
+# to 29 and 12 to 11 (10 steps: 7 from levels >= 40). A step repeated U times costs U + 1
+# evaluations, plus one for the last level: the tiered default 23 * 5 + 12 * 2 + 1 = 140,
+# the fast sampler 28 * 5 + 1 = 141; with 12 levels 7 * 5 + 3 * 2 + 1 = 42 (tiered) and
+# 10 * 2 + 1 = 21 (fast, U = 1). sample_prior evaluates once per distinct level.
+@pytest.mark.parametrize("params, n_evals, n_prior_evals", [
+    ({}, 140, 36),                                        # the default: the tiered path
+    ({"sampler": "fast"}, 141, 29),
+    ({"sampler": "tiered", "n_sampling_steps": 12}, 42, 11),
+    ({"sampler": "tiered", "n_sampling_steps": 12, "n_resample": 0}, 11, 11),
+    ({"sampler": "fast", "n_sampling_steps": 12, "n_resample": 1}, 21, 11),
+])
+def test_sampler_network_evaluations(data, params, n_evals, n_prior_evals):
+    """One sampling call evaluates the network once per reverse step of its level path:
+    ``sample_posterior`` along the RePaint path, ``sample_prior`` once per level."""
     X, y, Xt, _ = data
-    est = NDPRegressor(sampler=sampler, n_samples=2, x_bounds=(-2, 2), random_state=0,
-                       device="cpu").fit(X, y)
+    est = NDPRegressor(n_samples=2, x_bounds=(-2, 2), random_state=0, device="cpu",
+                       **params).fit(X, y)
+    assert est.sampler == params.get("sampler", "tiered")
     calls = []
     handle = est.module_.register_forward_hook(lambda *args: calls.append(1))
     try:
         samples = est.sample_posterior(Xt[:5], n_samples=2, random_state=0)
+        n_posterior = len(calls)
+        prior = est.sample_prior(Xt[:5], n_samples=2, random_state=0)
     finally:
         handle.remove()
-    assert len(calls) == n_evals and samples.shape == (5, 2) and np.isfinite(samples).all()
+    assert n_posterior == n_evals and samples.shape == (5, 2) and np.isfinite(samples).all()
+    assert len(calls) - n_posterior == n_prior_evals
+    assert prior.shape == (5, 2) and np.isfinite(prior).all()
     with pytest.raises(ValueError, match=r"'sampler' parameter .*'tiered'.*Got 'tired'"):
         NDPRegressor(sampler="tired").fit(X, y)
