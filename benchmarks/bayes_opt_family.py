@@ -125,6 +125,8 @@ def main(argv=None):
                    help="the gp prior ranks the candidates by one joint sample "
                         "(thompson_sampling(denoise=False)) instead of the default draw "
                         "denoised from 8")
+    p.add_argument("--sampler", default="auto", choices=("auto", "tiered", "fast", "ddpm"),
+                   help="NDPRegressor's sampler (default: its default, 'auto')")
     add_runtime_args(p)
     p.add_argument("--json", default=None)
     args = p.parse_args(argv)
@@ -135,9 +137,10 @@ def main(argv=None):
     members = draw_members(args.n_seeds, args.seed + 10_000)  # never seen in training
     objectives = [(member(m), member(m)(GRID).min()) for m in members]
     models = {"random": lambda: "random", "gpr": lambda: bo_gpr(BOUNDS),
-              "ndp": (lambda: NDPRegressor(x_bounds=BOUNDS, n_samples=2),
+              "ndp": (lambda: NDPRegressor(x_bounds=BOUNDS, n_samples=2, sampler=args.sampler),
                       {"denoise": False} if args.no_denoise else {}),
-              "ndp_family": lambda: NDPRegressor(prior=prior, n_samples=2)}
+              "ndp_family": lambda: NDPRegressor(prior=prior, n_samples=2,
+                                                 sampler=args.sampler)}
     if args.local:
         for name in ("gpr", "ndp", "ndp_family"):
             make, options = models[name] if isinstance(models[name], tuple) else \

@@ -60,8 +60,8 @@ def main(argv=None):
     p.add_argument("--raw-priors", nargs="*", default=[],
                    help="shipped NDP priors to run also with y_transform=None (method "
                         "'ndp_raw' for gp, 'ndp_<name>_raw' else)")
-    p.add_argument("--sampler", default="tiered", choices=("tiered", "fast", "ddpm"),
-                   help="NDPRegressor's sampler (default: its default, 'tiered')")
+    p.add_argument("--sampler", default="auto", choices=("auto", "tiered", "fast", "ddpm"),
+                   help="NDPRegressor's sampler (default: its default, 'auto')")
     p.add_argument("--no-denoise", action="store_true",
                    help="NDP rows rank the candidates by one joint sample "
                         "(thompson_sampling(denoise=False)) instead of the default draw "

@@ -115,7 +115,7 @@ def scores(y, mean, std, ll=None):
     return [ll, float(np.mean((mean - y) ** 2)), float(np.mean(np.abs(y - mean) < 1.96 * std))]
 
 
-def evaluate(method, Xc, yc, Xq, yq, prior, profile, seed):
+def evaluate(method, Xc, yc, Xq, yq, prior, profile, seed, sampler="auto"):
     if method == "mean_profile":
         mean, std = profile
         return scores(yq, mean[Xq.ravel().astype(int)], std[Xq.ravel().astype(int)])
@@ -127,7 +127,7 @@ def evaluate(method, Xc, yc, Xq, yq, prior, profile, seed):
             gpr.fit(Xc, yc)
         return scores(yq, *gpr.predict(Xq, return_std=True))
     est = NDPRegressor(prior=prior if method == "ndp_family" else "gp", random_state=seed,
-                       device="cpu").fit(Xc, yc)
+                       sampler=sampler, device="cpu").fit(Xc, yc)
     mean, std = est.predict(Xq, return_std=True)
     out = scores(yq, mean, std)
     if seed == 0:
@@ -158,6 +158,8 @@ def main(argv=None):
                    help="fewest points of a training function (the most is 24)")
     p.add_argument("--warmup", type=int, default=250)
     p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--sampler", default="auto", choices=("auto", "tiered", "fast", "ddpm"),
+                   help="NDPRegressor's sampler (default: its default, 'auto')")
     p.add_argument("--json", default=None)
     args = p.parse_args(argv)
     torch.set_num_threads(1)
@@ -198,7 +200,8 @@ def main(argv=None):
             Xc, Xq = hours[seen, None], hours[rest, None]
             for m in args.methods:
                 t0 = time.perf_counter()
-                rows[m].append(evaluate(m, Xc, y[seen], Xq, y[rest], prior, profile, i))
+                rows[m].append(evaluate(m, Xc, y[seen], Xq, y[rest], prior, profile, i,
+                                        args.sampler))
                 seconds[m] += time.perf_counter() - t0
         res = {m: summarise(r) | {"n_curves": len(r), "seconds_per_curve": seconds[m] / len(tasks)}
                for m, r in rows.items()}

@@ -6,7 +6,7 @@ points (D = 1; 5-20 at D = 2) and 50 targets. Metrics on the targets: joint log-
 target point of the Gaussian moment-matched to 128 samples (NDP) or of the exact predictive
 (GPs), MSE of the mean, coverage of the central 95 % marginal interval.
 
-Methods: NDPRegressor (the shipped prior, default tiered sampler, ``x_bounds=(-2, 2)`` so tasks
+Methods: NDPRegressor (the shipped prior, its default sampler, ``x_bounds=(-2, 2)`` so tasks
 live in the prior's domain, ``x_scaling="box"``, the paper's fixed map of its isotropic
 tasks, unless ``--x-scaling ard``, and ``alpha=0``: the tasks' noise is the prior's), the
 exact GP with the true hyper-parameters (the optimum), and ``GaussianProcessRegressor`` with
@@ -170,8 +170,8 @@ def main(argv=None):
     p.add_argument("--kernels", nargs="+", default=["se", "matern52"])
     p.add_argument("--dims", nargs="+", type=int, default=[1])
     p.add_argument("--prior", default="gp")
-    p.add_argument("--sampler", default="tiered", choices=("tiered", "fast", "ddpm"),
-                   help="NDPRegressor's sampler (default: its default)")
+    p.add_argument("--sampler", default="auto", choices=("auto", "tiered", "fast", "ddpm"),
+                   help="NDPRegressor's sampler (default: its default, 'auto')")
     p.add_argument("--n-sampling-steps", type=int, default=None,
                    help="NDPRegressor's n_sampling_steps (default: the sampler's own)")
     p.add_argument("--n-resample", type=int, default=4)
@@ -217,6 +217,7 @@ def main(argv=None):
                 results[key]["small_context"] = {
                     m: summarise([r[i] for i in small]) for m, r in rows.items()}
             results[key]["ndp_seconds_per_task"] = (time.time() - t0) / len(tasks)
+            results[key]["sampler"] = ndp.sampler_  # "auto" resolved for the prior
             print(f"\n{key}: {len(tasks)} tasks, {results[key]['ndp_seconds_per_task']:.1f} s "
                   "per task (all methods)")
             print(f"{'method':10s} {'loglik/pt':>16s} {'MSE':>16s} {'cover95':>16s}")

@@ -24,6 +24,9 @@ from pathlib import Path
 
 from _results import ROOT, header, write_json
 
+from skdiff.diffusion.priors import get_prior_config
+from skdiff.ndp._estimator import auto_sampler
+
 #: The released NDP's log-likelihood per target point (128 samples, moment-matched).
 RELEASED = {("se", 1): 0.392, ("se", 2): -0.690, ("se", 3): -1.137,
             ("matern52", 1): -0.029, ("matern52", 2): -1.031, ("matern52", 3): -1.333}
@@ -39,7 +42,8 @@ def rows_of(path):
         n_dims = int(n_dims.removeprefix("D="))
         out.append({
             "task": task, "kernel": kernel, "n_dims": n_dims, "prior": prior,
-            "sampler": doc["args"]["sampler"], "n_tasks": doc["args"]["n_tasks"],
+            "sampler": res.get("sampler", doc["args"]["sampler"]),
+            "n_tasks": doc["args"]["n_tasks"],
             "ndp": res["ndp"]["loglik"], "ndp_mse": res["ndp"]["mse"],
             "ndp_coverage95": res["ndp"]["coverage95"],
             "gp_sampled": res["gp_sampled"]["loglik"], "gp_true": res["gp_true"]["loglik"],
@@ -55,9 +59,16 @@ def main(argv=None):
     p.add_argument("runs", nargs="+", help="results files of ndp_interpolation.py")
     p.add_argument("--json", default=None, help="write the table here")
     args = p.parse_args(argv)
+    # the prior's default sampler (sampler="auto") first
+    order = {"tiered": 0, "fast": 1, "ddpm": 2}
+
+    def default(r):
+        return auto_sampler(get_prior_config(r["prior"], r["n_dims"]))
+
     rows = sorted((r for path in args.runs for r in rows_of(path)),
                   key=lambda r: (r["n_dims"], r["kernel"], r["prior"] != r["kernel"],
-                                 r["sampler"] != "fast", -r["n_tasks"]))
+                                 -r["n_tasks"], r["sampler"] != default(r),
+                                 order.get(r["sampler"], 3)))
     print(f"{'task':14s} {'prior':9s} {'sampler':7s} {'tasks':>5s} {'NDP':>15s} "
           f"{'released':>9s} {'prior Bayes':>15s} {'GP samples':>15s} {'GP analytic':>15s}")
     for r in rows:

@@ -33,6 +33,9 @@ from docutils import nodes
 from sphinx.util import logging
 from sphinx.util.docutils import SphinxDirective
 
+from skdiff.diffusion.priors import get_prior_config
+from skdiff.ndp._estimator import auto_sampler
+
 logger = logging.getLogger(__name__)
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -252,11 +255,17 @@ def _ndp_interpolation(doc):
 
 
 #: The paper-task table's names of ``NDPRegressor``'s samplers.
-NDP_SAMPLERS = {"fast": "fast (default)", "tiered": "tiered", "ddpm": "DDPM-500, U = 5"}
+NDP_SAMPLERS = {"tiered": "tiered", "fast": "fast", "ddpm": "DDPM-500, U = 5"}
+
+
+def _ndp_sampler_label(sampler, prior):
+    label = NDP_SAMPLERS.get(sampler, str(sampler))
+    default = auto_sampler(get_prior_config(prior, 1))  # NDPRegressor(sampler="auto")
+    return f"{label} (default)" if sampler == default else label
 
 
 def _ndp_paper_tasks(doc):
-    rows = [[r["task"], r["prior"], NDP_SAMPLERS.get(r.get("sampler"), str(r.get("sampler"))),
+    rows = [[r["task"], r["prior"], _ndp_sampler_label(r.get("sampler"), r["prior"]),
              str(r["n_tasks"]), _pm(r["ndp"]),
              "–" if r["released"] is None else f"{r['released']:.3f}",
              "–" if r.get("prior_bayes") is None else _pm(r["prior_bayes"]),
@@ -285,6 +294,7 @@ def _ndp_speed(doc):
 
 def _ndp_sampler_network(doc):
     res = doc["results"]
+    ref = doc["args"].get("reference", "ddpm500-U5")
     rows = [[name, f"{r['evaluations']:,}", f"{r['loglik']:.3f}", _pm(r["loglik_diff"]),
              f"{r['expected']:.3f}", _pm(r["expected_diff"]), _secs(r["seconds_per_task"])]
             for name, r in res.items() if name != "ceiling"]
@@ -292,27 +302,45 @@ def _ndp_sampler_network(doc):
     rows.append(["exact GP posterior samples", "–", f"{c['loglik']:.3f}", "–",
                  f"{c['expected']:.3f}", "–", "–"])
     return ["sampler", "network evaluations", "log-lik per point",
-            "difference to ddpm500-U5", "expected log-lik per point",
-            "difference to ddpm500-U5", "s per task"], rows
+            f"difference to {ref}", "expected log-lik per point",
+            f"difference to {ref}", "s per task"], rows
 
 
-def _sampler_network_claim(kernel, title):
-    file = f"ndp_sampler_network_{kernel}.json"
+def _sampler_network_claim(kernel, title, seed=1, prior=None):
+    """The paired sampler runs on 8 tasks of task seed 1 against the paper's sampler, or on
+    the 16 tasks of the paper-task table (task seed 0) against the fast sampler; with the
+    kernel's own prior, or with ``prior``."""
+    prior = prior or kernel
+    file = (f"ndp_sampler_network_{'' if prior == kernel else prior + '_'}{kernel}"
+            f"{'_seed0' if seed == 0 else ''}.json")
+    if seed == 1:
+        tasks, reference, runs = "8 tasks", "the paper's sampler", (
+            "--n-tasks 8 --seed 1", "--samplers ddpm500-U5 c32-U4 c40-U4/1 c55-U2")
+        compared = "the paper's sampler: 500 DDPM steps with 5 RePaint repeats (ddpm500-U5)."
+    else:
+        tasks, reference, runs = "16 tasks (those of the paper-task table)", (
+            "the fast sampler (c32-U4, run once per task)"), (
+            "--n-tasks 16 --seed 0", "--reference c32-U4 --samplers c32-U4 c40-U4/1")
+        compared = "the fast sampler, 32 cubic levels with 4 RePaint repeats (c32-U4)."
     return Claim(
-        f"Samplers with the trained network: {title} tasks", "Every sampler on the same "
-        f"8 tasks of the paper's protocol ({title} draws, 1-9 context points, 50 targets, "
-        f"task seed 1) with the shipped prior={kernel!r} network, paired against the paper's "
-        "sampler on the same tasks. log-lik: the paper's metric (Gaussian moment-matched to "
-        "128 joint samples, scored at the drawn targets; each candidate run twice per task "
-        "and averaged); expected: the same Gaussian scored in expectation over targets from "
-        "the exact GP posterior (no noise from the single target draw). Differences are "
-        "paired means ± standard errors over the tasks. Names: c = cubic level spacing, the "
-        "number of levels, U = RePaint repeats; c40-U4/1 is the tiered path (U = 4 on jumps "
-        "back to levels >= 40, U = 1 below).", file,
-        f"python benchmarks/ndp_sampler_network.py --n-tasks 8 --seed 1 --kernel {kernel} "
-        f"--prior {kernel} --samplers ddpm500-U5 c32-U4 c40-U4/1 c55-U2 --repeats 2 "
+        f"Samplers with the trained network: {title} tasks, task seed {seed}, prior "
+        f"{prior!r}", "Every sampler "
+        f"on the same {tasks} of the paper's protocol ({title} draws, 1-9 context points, "
+        f"50 targets, task seed {seed}) with the shipped prior={prior!r} network, paired "
+        f"against {reference} on the same tasks. log-lik: the paper's metric (Gaussian "
+        "moment-matched to 128 joint samples, scored at the drawn targets; each candidate "
+        "run twice per task and averaged); expected: the same Gaussian scored in expectation "
+        "over targets from the exact GP posterior (no noise from the single target draw). "
+        "Differences are paired means ± standard errors over the tasks. Names: c = cubic "
+        "level spacing, the number of levels, U = RePaint repeats; c40-U4/1 is the tiered "
+        "path (U = 4 on jumps back to levels >= 40, U = 1 below), NDPRegressor's default "
+        "with the per-kernel priors; c32-U4 is the fast sampler, its default with the "
+        "others.",
+        file,
+        f"python benchmarks/ndp_sampler_network.py {runs[0]} --kernel {kernel} "
+        f"--prior {prior} {runs[1]} --repeats 2 "
         f"--cache-dir PATH --threads 1 --json benchmarks/results/{file}",
-        "the paper's sampler: 500 DDPM steps with 5 RePaint repeats (ddpm500-U5).",
+        compared,
         "args: {...}, results: {ceiling: {loglik, expected}, <sampler>: {evaluations, kwargs, "
         "loglik, loglik_diff: [mean, se], expected, expected_diff, seconds_per_task, "
         "per_task}}", _ndp_sampler_network)
@@ -576,25 +604,33 @@ CLAIMS = {
         "own samples: what a perfect sampler scores) and the exact GP's analytic predictive "
         "(the optimum). The run column names the results file of ndp_interpolation.py behind "
         "the row; its command is in that file. The sampler column names NDPRegressor's "
-        "sampler: the default fast one (141 network evaluations), the tiered one (140) or "
-        "the paper's DDPM-500 with RePaint U = 5 (2,995); the latter two on 8 tasks, beside "
-        "the fast one on the same 8 tasks.",
+        "sampler, the default for the row's prior marked: the tiered path (140 network "
+        "evaluations; the default with the per-kernel priors), the fast one (141; the "
+        "default with the gp prior) or the paper's DDPM-500 with RePaint U = 5 (2,995). "
+        "DDPM-500 ran on 8 tasks, beside the other two on the same 8; the gp prior's rows "
+        "at D = 2 are of the fast sampler only.",
         "ndp_paper_tasks.json",
-        "python benchmarks/ndp_paper_table.py benchmarks/results/ndp_interpolation_se.json "
+        "python benchmarks/ndp_paper_table.py "
+        "benchmarks/results/ndp_interpolation_se.json "
+        "benchmarks/results/ndp_interpolation_se_tiered16.json "
         "benchmarks/results/ndp_interpolation_se_fast8.json "
         "benchmarks/results/ndp_interpolation_se_ddpm.json "
         "benchmarks/results/ndp_interpolation_se_tiered.json "
         "benchmarks/results/ndp_interpolation_matern52.json "
+        "benchmarks/results/ndp_interpolation_matern52_tiered16.json "
         "benchmarks/results/ndp_interpolation_matern52_fast8.json "
         "benchmarks/results/ndp_interpolation_matern52_ddpm.json "
         "benchmarks/results/ndp_interpolation_matern52_tiered.json "
         "benchmarks/results/ndp_interpolation_se_d2.json "
+        "benchmarks/results/ndp_interpolation_se_d2_tiered.json "
         "benchmarks/results/ndp_interpolation_matern52_d2.json "
+        "benchmarks/results/ndp_interpolation_matern52_d2_tiered.json "
         "benchmarks/results/ndp_interpolation_gp_d2_se.json "
         "benchmarks/results/ndp_interpolation_gp_d2_matern52.json "
         "benchmarks/results/ndp_interpolation_se_d3.json "
         "benchmarks/results/ndp_interpolation_matern52_d3.json "
         "benchmarks/results/ndp_interpolation.json "
+        "benchmarks/results/ndp_interpolation_gp_tiered.json "
         "--json benchmarks/results/ndp_paper_tasks.json",
         "released NDP (128,000 steps): SE 0.392, -0.690, -1.137 and Matérn-5/2 -0.029, "
         "-1.031, -1.333 at D = 1, 2, 3.",
@@ -629,6 +665,13 @@ CLAIMS = {
         "rows: [{kernel, posterior, n_samples (null: analytic), loglik, se}]", _ndp_ceiling),
     "ndp_sampler_network_se": _sampler_network_claim("se", "SE"),
     "ndp_sampler_network_matern52": _sampler_network_claim("matern52", "Matérn-5/2"),
+    "ndp_sampler_network_se_seed0": _sampler_network_claim("se", "SE", seed=0),
+    "ndp_sampler_network_matern52_seed0": _sampler_network_claim("matern52", "Matérn-5/2",
+                                                                 seed=0),
+    "ndp_sampler_network_gp_se_seed0": _sampler_network_claim("se", "SE", seed=0,
+                                                              prior="gp"),
+    "ndp_sampler_network_gp_matern52_seed0": _sampler_network_claim(
+        "matern52", "Matérn-5/2", seed=0, prior="gp"),
     "ndp_sampler_oracle": Claim(
         "Sampler accuracy", "KL divergence per target point between the distribution a "
         "sampler produces with an exact noise model (moments propagated in closed form: no "
@@ -636,7 +679,10 @@ CLAIMS = {
         "error; KL(p‖s) is what it costs the paper's metric with unlimited samples. SE draws "
         "(lengthscale 0.25), 50 targets, 16 functions, each conditioned on its first 1, 5 "
         "and 9 points; the names give the level spacing (q quadratic, c cubic, u uniform), "
-        "the number of levels and the RePaint repeats U. The estimator's default is c32-U4.",
+        "the number of levels and the RePaint repeats U. The estimator's tiered path, its "
+        "default with the per-kernel priors, is c40-U4/1 (U = 4 on jumps back to levels "
+        ">= 40, U = 1 below); its fast sampler, the default with the other priors, is "
+        "c32-U4.",
         "ndp_sampler_oracle.json",
         "python benchmarks/ndp_sampler_oracle.py --json "
         "benchmarks/results/ndp_sampler_oracle.json",
@@ -646,7 +692,7 @@ CLAIMS = {
     "ndp_speed": Claim(
         "Prediction time", "predict(X, return_std=True) with 10 context points, 50 targets "
         "and 64 samples (SE draws on [-2, 2]^D, lengthscale 0.25 sqrt(D), D = 1, 2, 3), "
-        "shipped gp prior: the default fast sampler, the fast sampler with 50 levels, and, "
+        "shipped gp prior: its default (fast) sampler, the fast sampler with 50 levels, and, "
         "at D = 1, the paper's sampler (timed through sample_posterior, the same sampling "
         "call). Wall seconds on the machine below, and the process's CPU seconds: with one "
         "torch thread, the wall time on an otherwise idle core. The default sampler's target "

@@ -24,6 +24,19 @@ from ._prior_cache import default_cache_dir, pretrained_prior, trained_prior
 __all__ = ["NDPRegressor", "gaussian_log_likelihood", "log_likelihood_scorer"]
 
 
+def auto_sampler(config):
+    """``NDPRegressor(sampler="auto")``'s sampler for a prior's configuration.
+
+    ``"tiered"`` for a GP prior of one kernel and one lengthscale (the registered ``"se"`` and
+    ``"matern52"``, however loaded), on whose tasks the tiered path scores above the fast
+    sampler; ``"fast"`` for every other prior: the marginalising ``"gp"``, on whose SE tasks
+    it scores below, and priors trained on functions, on which it is not measured.
+    """
+    fixed = (not config.from_functions and len(config.kernels) == 1
+             and isinstance(config.lengthscale_sampler(), numbers.Real))
+    return "tiered" if fixed else "fast"
+
+
 #: Parameters shared by the sampling and prediction methods of NDPRegressor.
 NDP_DOCS = parse_docs("""
 X : array-like of shape (n_X, n_features)
@@ -116,7 +129,7 @@ class NDPRegressor(RegressorMixin, EstimatorBase):
     pretrained : bool, default=True
         Use the shipped weights. ``False`` trains a prior of this configuration (minutes;
         cached in ``cache_dir``).
-    sampler : {"tiered", "fast", "ddpm"}, default="tiered"
+    sampler : {"auto", "tiered", "fast", "ddpm"}, default="auto"
         ``"tiered"``: ``n_sampling_steps`` (40) levels spaced cubically (small steps at the
         lowest noise levels, where the posterior's fine structure is resolved), with
         ``n_resample`` RePaint repeats on the jumps back to levels 40 and above, where the
@@ -124,15 +137,17 @@ class NDPRegressor(RegressorMixin, EstimatorBase):
         (140 network evaluations at the defaults); ``"fast"``: ``n_sampling_steps`` (32)
         cubic levels with ``n_resample`` repeats on every step (141 evaluations);
         ``"ddpm"``: the paper's sampler over all ``T`` levels (2995 evaluations at
-        ``n_resample=5``, about 20 times slower). Paired on 8 tasks of the paper's
-        interpolation benchmark at D = 1 and scored in expectation over the targets,
-        ``"tiered"`` scores +0.04 (SE prior) and +0.03 (Matérn-5/2 prior) nats per point
-        against the paper's sampler, ``"fast"`` −0.01 and −0.02; on the 8 tasks that chose
-        the tiered path, at the drawn targets, ``"tiered"`` is 0.02 and 0.08 below the
-        paper's sampler and ``"fast"`` 0.11 and 0.24 (the NDP benchmark page has the
-        tables).
+        ``n_resample=5``, about 20 times slower). ``"auto"``: ``"tiered"`` with a prior of
+        one kernel and one lengthscale (``"se"``, ``"matern52"``, by name or from their
+        files), ``"fast"`` with every other prior (``sampler_`` holds the choice). Paired
+        on the same tasks of the paper's interpolation benchmark at D = 1 and scored in
+        expectation over the targets, the tiered path scores above the fast one with the
+        per-kernel priors on their own kernel's tasks (+0.03 nats per point on 16 tasks
+        for either kernel, and above the paper's sampler on 8 other tasks), but below it
+        with the marginalising ``"gp"`` prior on the SE tasks (−0.07 on the same 16
+        tasks). The NDP benchmark page has the tables.
     n_sampling_steps : int, default=None
-        Levels of the ``"tiered"`` and ``"fast"`` paths (``None``: 40 and 32). Network
+        Levels of the tiered and fast paths (``None``: 40 and 32). Network
         evaluations per call: ``"fast"``: ``(n_sampling_steps - 1) * (n_resample + 1) + 1``
         less the levels the cubic spacing merges at the bottom; ``"tiered"``: the same with
         ``min(n_resample, 1)`` repeats on the jumps back below level 40. Not used by
@@ -229,6 +244,8 @@ class NDPRegressor(RegressorMixin, EstimatorBase):
     schedule_ : NoiseSchedule
         The prior's noise schedule (the betas of its ``T`` diffusion levels), on
         ``device_``.
+    sampler_ : {"tiered", "fast", "ddpm"}
+        The sampler used (``sampler``, with ``"auto"`` resolved for the prior).
     X_train_ : ndarray of shape (n_context, n_features)
         Context inputs (as given).
     y_train_ : ndarray of shape (n_context,)
@@ -297,7 +314,7 @@ class NDPRegressor(RegressorMixin, EstimatorBase):
     _parameter_constraints: dict = {
         "prior": [str, os.PathLike, TrainedPrior],
         "pretrained": ["boolean"],
-        "sampler": [StrOptions({"tiered", "fast", "ddpm"})],
+        "sampler": [StrOptions({"auto", "tiered", "fast", "ddpm"})],
         "n_sampling_steps": [Interval(numbers.Integral, 2, None, closed="left"), None],
         "n_resample": [Interval(numbers.Integral, 0, None, closed="left")],
         "n_samples": [Interval(numbers.Integral, 2, None, closed="left")],
@@ -324,7 +341,7 @@ class NDPRegressor(RegressorMixin, EstimatorBase):
         "callbacks": [list, tuple, None],
     }
 
-    def __init__(self, *, prior="gp", pretrained=True, sampler="tiered", n_sampling_steps=None,
+    def __init__(self, *, prior="gp", pretrained=True, sampler="auto", n_sampling_steps=None,
                  n_resample=4, n_samples=64, x_bounds=None, x_margin=0.9, x_scaling="ard",
                  alpha="auto", predict_noise=True,
                  normalize_y=True, max_context=128, predict_batch_size=64, hidden_dim=None,
@@ -458,6 +475,7 @@ class NDPRegressor(RegressorMixin, EstimatorBase):
         self.module_ = module
         self.prior_config_ = config
         self.schedule_ = config.schedule().to(self.device_)
+        self.sampler_ = self.sampler if self.sampler != "auto" else auto_sampler(config)
 
     def _trained_prior(self, config, seed):
         """A prior of ``config`` trained (or read from the disk cache) for this estimator."""
@@ -643,9 +661,10 @@ class NDPRegressor(RegressorMixin, EstimatorBase):
         """The sampler's levels: all ``T`` (``"ddpm"``), or ``n_sampling_steps`` cubic ones,
         with the tiered path's single repeats below level 40 (``"tiered"``; resampling only
         applies when ``conditional``)."""
-        if self.sampler == "ddpm":
+        sampler = getattr(self, "sampler_", self.sampler)
+        if sampler == "ddpm":
             return {"n_steps": None}
-        if self.sampler == "fast":
+        if sampler != "tiered":
             return {"n_steps": self.n_sampling_steps or 32, "spacing": "cubic"}
         kwargs = dict(TIERED, n_steps=self.n_sampling_steps or TIERED["n_steps"])
         if not conditional:

@@ -266,6 +266,8 @@ def test_prior_from_a_weights_file_or_folder(tmp_path, data):
     by_folder = NDPRegressor(prior=str(tmp_path), **FAST, random_state=0).fit(Xc, yc)
     np.testing.assert_array_equal(by_file.predict(Xt), by_name)
     np.testing.assert_array_equal(by_folder.predict(Xt), by_name)
+    # sampler="auto" follows the prior's configuration, not how it was named
+    assert by_file.sampler_ == by_folder.sampler_ == "tiered"
     with pytest.raises(ValueError, match="registered prior .* or the path of a weights file"):
         NDPRegressor(prior="nowhere/se_d1.pt").fit(Xc, yc)
     with pytest.raises(ValueError, match="pretrained=False trains a registered prior"):
@@ -414,23 +416,25 @@ def test_alpha_noisy_context_is_smoothed_through():
 
 # 40 cubic levels of T = 500 merge to 36 distinct ones (35 steps: 23 from levels >= 40), 32
 # to 29 and 12 to 11 (10 steps: 7 from levels >= 40). A step repeated U times costs U + 1
-# evaluations, plus one for the last level: the tiered default 23 * 5 + 12 * 2 + 1 = 140,
+# evaluations, plus one for the last level: the tiered path 23 * 5 + 12 * 2 + 1 = 140,
 # the fast sampler 28 * 5 + 1 = 141; with 12 levels 7 * 5 + 3 * 2 + 1 = 42 (tiered) and
 # 10 * 2 + 1 = 21 (fast, U = 1). sample_prior evaluates once per distinct level.
-@pytest.mark.parametrize("params, n_evals, n_prior_evals", [
-    ({}, 140, 36),                                        # the default: the tiered path
-    ({"sampler": "fast"}, 141, 29),
-    ({"sampler": "tiered", "n_sampling_steps": 12}, 42, 11),
-    ({"sampler": "tiered", "n_sampling_steps": 12, "n_resample": 0}, 11, 11),
-    ({"sampler": "fast", "n_sampling_steps": 12, "n_resample": 1}, 21, 11),
+@pytest.mark.parametrize("params, sampler, n_evals, n_prior_evals", [
+    ({}, "fast", 141, 29),                          # the default "auto" with the gp prior
+    ({"prior": "se"}, "tiered", 140, 36),           # ... and with a per-kernel prior
+    ({"prior": "matern52", "sampler": "fast"}, "fast", 141, 29),
+    ({"sampler": "tiered"}, "tiered", 140, 36),
+    ({"sampler": "tiered", "n_sampling_steps": 12}, "tiered", 42, 11),
+    ({"sampler": "tiered", "n_sampling_steps": 12, "n_resample": 0}, "tiered", 11, 11),
+    ({"n_sampling_steps": 12, "n_resample": 1}, "fast", 21, 11),
 ])
-def test_sampler_network_evaluations(data, params, n_evals, n_prior_evals):
+def test_sampler_network_evaluations(data, params, sampler, n_evals, n_prior_evals):
     """One sampling call evaluates the network once per reverse step of its level path:
     ``sample_posterior`` along the RePaint path, ``sample_prior`` once per level."""
     X, y, Xt, _ = data
     est = NDPRegressor(n_samples=2, x_bounds=(-2, 2), random_state=0, device="cpu",
                        **params).fit(X, y)
-    assert est.sampler == params.get("sampler", "tiered")
+    assert est.sampler == params.get("sampler", "auto") and est.sampler_ == sampler
     calls = []
     handle = est.module_.register_forward_hook(lambda *args: calls.append(1))
     try:
