@@ -45,12 +45,11 @@ observation-noise floor of the posterior); resampling is what the conditioning n
 
 **Tiered setting** (``fine_level=40, n_resample_fine=1`` on 40 cubic levels, ``U = 4``: 140
 evaluations; :data:`TIERED`, ``NDPRegressor``'s default with the per-kernel priors): full
-resampling only on the steps
-above level 40, where the coarse structure forms and the targets must be harmonised with the
-context, and single resamples on the many small steps below, which resolve the
-observation-noise floor. With the trained per-kernel networks it scores above both the fast
-setting and the paper's sampler in expectation over the targets (see
-:func:`conditional_sample`); with an exact noise model its RePaint bias is larger (KL per
+resampling only on the steps above level 40, where the coarse structure forms and the
+targets must be harmonised with the context, and single resamples on the many small steps
+below, which resolve the observation-noise floor. With the trained per-kernel networks it
+scores above both the fast setting and the paper's sampler in expectation over the targets
+(see :func:`conditional_sample`); with an exact noise model its RePaint bias is larger (KL per
 point 0.015 against 0.008 for the fast setting on the test task of
 ``tests/diffusion/test_samplers.py``), so its gain is the network's, not RePaint's.
 """

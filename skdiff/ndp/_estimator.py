@@ -245,7 +245,8 @@ class NDPRegressor(RegressorMixin, EstimatorBase):
         The prior's noise schedule (the betas of its ``T`` diffusion levels), on
         ``device_``.
     sampler_ : {"tiered", "fast", "ddpm"}
-        The sampler used (``sampler``, with ``"auto"`` resolved for the prior).
+        The sampler that sampling calls run: ``sampler``, with ``"auto"`` resolved for the
+        fitted prior.
     X_train_ : ndarray of shape (n_context, n_features)
         Context inputs (as given).
     y_train_ : ndarray of shape (n_context,)
@@ -475,7 +476,6 @@ class NDPRegressor(RegressorMixin, EstimatorBase):
         self.module_ = module
         self.prior_config_ = config
         self.schedule_ = config.schedule().to(self.device_)
-        self.sampler_ = self.sampler if self.sampler != "auto" else auto_sampler(config)
 
     def _trained_prior(self, config, seed):
         """A prior of ``config`` trained (or read from the disk cache) for this estimator."""
@@ -657,11 +657,18 @@ class NDPRegressor(RegressorMixin, EstimatorBase):
 
         return eps
 
+    @property
+    def sampler_(self):
+        """The sampler the next sampling call runs: ``sampler``, with ``"auto"`` resolved
+        for the fitted prior (like ``sampler``, read at every call)."""
+        check_is_fitted(self, "prior_config_")
+        return self.sampler if self.sampler != "auto" else auto_sampler(self.prior_config_)
+
     def _levels_kwargs(self, conditional=True):
         """The sampler's levels: all ``T`` (``"ddpm"``), or ``n_sampling_steps`` cubic ones,
         with the tiered path's single repeats below level 40 (``"tiered"``; resampling only
         applies when ``conditional``)."""
-        sampler = getattr(self, "sampler_", self.sampler)
+        sampler = self.sampler_
         if sampler == "ddpm":
             return {"n_steps": None}
         if sampler != "tiered":

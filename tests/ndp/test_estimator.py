@@ -446,5 +446,7 @@ def test_sampler_network_evaluations(data, params, sampler, n_evals, n_prior_eva
     assert n_posterior == n_evals and samples.shape == (5, 2) and np.isfinite(samples).all()
     assert len(calls) - n_posterior == n_prior_evals
     assert prior.shape == (5, 2) and np.isfinite(prior).all()
+    # like every sampling parameter, the sampler is read at each call
+    assert est.set_params(sampler="ddpm").sampler_ == "ddpm"
     with pytest.raises(ValueError, match=r"'sampler' parameter .*'tiered'.*Got 'tired'"):
         NDPRegressor(sampler="tired").fit(X, y)
