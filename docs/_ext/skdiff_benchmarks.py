@@ -628,7 +628,9 @@ CLAIMS = {
         "benchmarks/results/ndp_interpolation_gp_d2_se.json "
         "benchmarks/results/ndp_interpolation_gp_d2_matern52.json "
         "benchmarks/results/ndp_interpolation_se_d3.json "
+        "benchmarks/results/ndp_interpolation_se_d3_tiered.json "
         "benchmarks/results/ndp_interpolation_matern52_d3.json "
+        "benchmarks/results/ndp_interpolation_matern52_d3_tiered.json "
         "benchmarks/results/ndp_interpolation.json "
         "benchmarks/results/ndp_interpolation_gp_tiered.json "
         "--json benchmarks/results/ndp_paper_tasks.json",
