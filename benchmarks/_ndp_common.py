@@ -18,6 +18,13 @@ def add_runtime_args(parser):
     parser.add_argument("--threads", type=int, default=0, help="torch threads (0: torch default)")
 
 
+def add_sampler_arg(parser):
+    """Add ``--sampler``: NDPRegressor's sampler, by default the estimator's own (``"auto"``:
+    the tiered path with a one-kernel prior, the fast one with the others)."""
+    parser.add_argument("--sampler", default="auto", choices=("auto", "tiered", "fast", "ddpm"),
+                        help="NDPRegressor's sampler (default: its default, 'auto')")
+
+
 def apply_runtime_args(args):
     """Set the torch thread count."""
     if args.threads:

@@ -40,6 +40,7 @@ from pathlib import Path
 import numpy as np
 from _ndp_common import (
     add_runtime_args,
+    add_sampler_arg,
     apply_runtime_args,
     bo_gpr,
     print_regrets,
@@ -125,8 +126,7 @@ def main(argv=None):
                    help="the gp prior ranks the candidates by one joint sample "
                         "(thompson_sampling(denoise=False)) instead of the default draw "
                         "denoised from 8")
-    p.add_argument("--sampler", default="auto", choices=("auto", "tiered", "fast", "ddpm"),
-                   help="NDPRegressor's sampler (default: its default, 'auto')")
+    add_sampler_arg(p)
     add_runtime_args(p)
     p.add_argument("--json", default=None)
     args = p.parse_args(argv)

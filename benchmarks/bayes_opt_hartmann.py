@@ -34,6 +34,7 @@ import argparse
 
 from _ndp_common import (
     add_runtime_args,
+    add_sampler_arg,
     apply_runtime_args,
     bo_gpr,
     print_regrets,
@@ -60,8 +61,7 @@ def main(argv=None):
     p.add_argument("--raw-priors", nargs="*", default=[],
                    help="shipped NDP priors to run also with y_transform=None (method "
                         "'ndp_raw' for gp, 'ndp_<name>_raw' else)")
-    p.add_argument("--sampler", default="auto", choices=("auto", "tiered", "fast", "ddpm"),
-                   help="NDPRegressor's sampler (default: its default, 'auto')")
+    add_sampler_arg(p)
     p.add_argument("--no-denoise", action="store_true",
                    help="NDP rows rank the candidates by one joint sample "
                         "(thompson_sampling(denoise=False)) instead of the default draw "

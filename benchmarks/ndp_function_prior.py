@@ -42,7 +42,7 @@ from pathlib import Path
 
 import numpy as np
 import torch
-from _ndp_common import summarise
+from _ndp_common import add_sampler_arg, summarise
 from _results import header, write_json
 from sklearn.exceptions import ConvergenceWarning
 from sklearn.gaussian_process import GaussianProcessRegressor
@@ -158,8 +158,7 @@ def main(argv=None):
                    help="fewest points of a training function (the most is 24)")
     p.add_argument("--warmup", type=int, default=250)
     p.add_argument("--seed", type=int, default=0)
-    p.add_argument("--sampler", default="auto", choices=("auto", "tiered", "fast", "ddpm"),
-                   help="NDPRegressor's sampler (default: its default, 'auto')")
+    add_sampler_arg(p)
     p.add_argument("--json", default=None)
     args = p.parse_args(argv)
     torch.set_num_threads(1)

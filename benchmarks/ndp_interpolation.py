@@ -33,7 +33,13 @@ import time
 import warnings
 
 import numpy as np
-from _ndp_common import add_runtime_args, apply_runtime_args, summarise, write_json
+from _ndp_common import (
+    add_runtime_args,
+    add_sampler_arg,
+    apply_runtime_args,
+    summarise,
+    write_json,
+)
 from sklearn.exceptions import ConvergenceWarning
 from sklearn.gaussian_process import GaussianProcessRegressor
 from sklearn.gaussian_process.kernels import RBF, ConstantKernel, Matern, WhiteKernel
@@ -170,8 +176,7 @@ def main(argv=None):
     p.add_argument("--kernels", nargs="+", default=["se", "matern52"])
     p.add_argument("--dims", nargs="+", type=int, default=[1])
     p.add_argument("--prior", default="gp")
-    p.add_argument("--sampler", default="auto", choices=("auto", "tiered", "fast", "ddpm"),
-                   help="NDPRegressor's sampler (default: its default, 'auto')")
+    add_sampler_arg(p)
     p.add_argument("--n-sampling-steps", type=int, default=None,
                    help="NDPRegressor's n_sampling_steps (default: the sampler's own)")
     p.add_argument("--n-resample", type=int, default=4)

@@ -30,11 +30,12 @@ import numpy as np
 import torch
 from _ndp_common import add_runtime_args, apply_runtime_args, write_json
 from ndp_interpolation import gp_metrics, gp_sampled_metrics, sk_kernel
+from ndp_sampler_network import sampler_path
 from sklearn.gaussian_process import GaussianProcessRegressor
 
 from skdiff import NDPRegressor
 from skdiff.datasets import make_gp_functions
-from skdiff.diffusion import n_evaluations, resample_path, strided_levels
+from skdiff.diffusion import n_evaluations
 from skdiff.ndp import gaussian_log_likelihood
 
 
@@ -104,13 +105,9 @@ def main(argv=None):
                                alpha=0.0, normalize_y=False, n_samples=args.n_samples,
                                random_state=0, **kw)
             fit_s, pred_s, cpu_s, lls, mses = run(est, tasks[:n_tasks], time_predict=not ddpm)
-            # the fitted estimator's level path: all 500 levels, or its cubic-spaced ones
-            # (with the tiered path's single repeats below level 40)
-            levels_kw = est._levels_kwargs()
-            n = levels_kw.pop("n_steps")
-            levels = list(range(499, -1, -1)) if n is None else strided_levels(
-                500, n, levels_kw.pop("spacing"))
-            n_eval = n_evaluations(resample_path(levels, est.n_resample, **levels_kw))
+            # the fitted estimator's level path (its levels keywords and n_resample)
+            n_eval = n_evaluations(sampler_path(est.schedule_, {
+                **est._levels_kwargs(), "n_resample": est.n_resample}))
             if name == "default":  # sampler="auto": the fast sampler with the gp prior
                 name = f"{est.sampler_} (default)"
             print(f"D={d} {name:16s} network evaluations {n_eval:5d} | fit "
