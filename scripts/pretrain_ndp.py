@@ -36,6 +36,9 @@ import torch
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
+sys.path.insert(0, str(ROOT / "benchmarks"))
+
+from _results import relative_path  # noqa: E402
 
 from skdiff.diffusion.priors import get_prior_config, save_prior, weights_dir  # noqa: E402
 from skdiff.diffusion.training import train_prior  # noqa: E402
@@ -81,6 +84,14 @@ def _without_session_flags(argv):
     return out
 
 
+def _command(argv):
+    """The manifest's command: the run-defining arguments (:func:`_without_session_flags`),
+    absolute paths relative to the repository or ``PATH`` outside it (the benchmarks' rule:
+    machine paths are not recorded)."""
+    return "python scripts/pretrain_ndp.py " + " ".join(
+        shlex.quote(relative_path(a)) for a in _without_session_flags(argv))
+
+
 def main(argv=None):
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("--prior", default="gp")
@@ -121,10 +132,8 @@ def main(argv=None):
     run_dir = Path(args.run_dir)
     export_dir = run_dir / "weights"
     epochs = max(1, args.steps // args.steps_per_epoch)
-    argv_used = _without_session_flags(argv if argv is not None else sys.argv[1:])
     record = {
-        "command": "python scripts/pretrain_ndp.py " + " ".join(shlex.quote(a)
-                                                                for a in argv_used),
+        "command": _command(argv if argv is not None else sys.argv[1:]),
         "seed": args.seed,
         "steps_per_epoch": args.steps_per_epoch,
         "torch": torch.__version__,
