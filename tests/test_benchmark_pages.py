@@ -92,20 +92,6 @@ def test_ndp_scripts_record_the_command_without_machine_paths(monkeypatch, tmp_p
     assert {"device_name", "torch", "threads", "cpu_count"} <= set(doc["environment"])
 
 
-def test_pretrain_script_records_the_command_without_machine_paths(monkeypatch):
-    """A shipped weight's manifest records how to rerun its training: the run's own
-    arguments, without the session flags and without machine paths."""
-    monkeypatch.syspath_prepend(str(ROOT / "benchmarks"))
-    script = _load("pretrain_ndp_under_test", ROOT / "scripts" / "pretrain_ndp.py")
-    weights = str(ROOT / "skdiff" / "weights" / "gp_d1.pt")
-    got = script._command(["--prior", "gp", "--n-dims", "2", "3", "--run-dir", "/elsewhere/run",
-                           "--init-from", weights, "--resume", "--max-seconds", "480"])
-    assert got == ("python scripts/pretrain_ndp.py --prior gp --n-dims 2 3 --run-dir PATH "
-                   "--init-from skdiff/weights/gp_d1.pt")
-    assert script._command(["--run-dir", "runs/gp d1"]) == \
-        "python scripts/pretrain_ndp.py --run-dir 'runs/gp d1'"
-
-
 def test_defaults_page_notes_stay_on_one_table_line():
     """A multi-line warning recorded with a row becomes one line of its table cell."""
     render = _load("_defaults_render_under_test", ROOT / "benchmarks" / "_defaults_render.py")
