@@ -1,0 +1,57 @@
+"""The benchmark scripts' helpers: the command they record (without machine paths) and the
+defaults page they render. No sphinx needed, unlike ``test_benchmark_pages.py``."""
+
+import importlib.util
+import json
+import sys
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def _load(name, path):
+    spec = importlib.util.spec_from_file_location(name, path)
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[name] = module  # dataclasses look their module up there
+    spec.loader.exec_module(module)
+    return module
+
+
+def test_ndp_scripts_record_the_command_without_machine_paths(monkeypatch, tmp_path):
+    monkeypatch.syspath_prepend(str(ROOT / "benchmarks"))
+    common = _load("_ndp_common_under_test", ROOT / "benchmarks" / "_ndp_common.py")
+    out = tmp_path / "result.json"
+    monkeypatch.setattr(sys, "argv", [str(ROOT / "benchmarks" / "ndp_speed.py"), "--json",
+                                      str(out), "--cache", str(ROOT / "benchmarks" / "x")])
+    monkeypatch.setenv("OMP_NUM_THREADS", "1")
+    common.write_json(out, {"rows": []})
+    doc = json.loads(out.read_text())
+    assert doc["command"] == ("OMP_NUM_THREADS=1 python benchmarks/ndp_speed.py --json PATH "
+                              "--cache benchmarks/x")
+    assert list(doc)[:3] == ["command", "date", "environment"]
+    assert {"device_name", "torch", "threads", "cpu_count"} <= set(doc["environment"])
+
+
+def test_defaults_page_notes_stay_on_one_table_line():
+    """A multi-line warning recorded with a row becomes one line of its table cell."""
+    render = _load("_defaults_render_under_test", ROOT / "benchmarks" / "_defaults_render.py")
+    row = {"skdiff": {"extra": {"epochs": 3}},
+           "warnings": ["ConvergenceWarning: lbfgs failed to converge (status=1):\nSTOP: TOTAL"]}
+    assert render._notes(row) == ("3 epochs; warns ConvergenceWarning: lbfgs failed to "
+                                  "converge (status=1): STOP: TOTAL")
+    # a forecaster's row says whether its forecast is the ridge skip alone
+    for used, note in ((False, "ridge skip alone"), (True, "ridge skip + encoder's correction")):
+        row = {"skdiff": {"extra": {"epochs": 3, "encoder_used": used}}}
+        assert render._notes(row) == f"3 epochs; {note}"
+
+
+def test_defaults_page_lists_the_runs_its_rows_come_from():
+    render = _load("_defaults_render_under_test", ROOT / "benchmarks" / "_defaults_render.py")
+    run = {"date": "d", "skdiff": "0.1", "hardware": "cpu", "threads": 1, "loadavg_start": 1}
+    doc = {"runs": [{**run, "command": "python first"}, {**run, "command": "python second"}],
+           "rows": []}
+    page = render.render(doc)
+    assert "python first" not in page and "python second" not in page
+    doc["rows"] = [{"run": 1, "estimator": "none of the estimators"}]
+    page = render.render(doc)
+    assert "python first" not in page and "`python second`" in page
