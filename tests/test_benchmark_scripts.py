@@ -1,5 +1,5 @@
-"""The benchmark scripts' helpers: the command they record (without machine paths) and the
-defaults page they render. No sphinx needed, unlike ``test_benchmark_pages.py``."""
+"""The benchmark and training scripts' helpers: the command they record (without machine
+paths) and the defaults page they render. No sphinx needed, unlike ``test_benchmark_pages.py``."""
 
 import importlib.util
 import json
@@ -30,6 +30,21 @@ def test_ndp_scripts_record_the_command_without_machine_paths(monkeypatch, tmp_p
                               "--cache benchmarks/x")
     assert list(doc)[:3] == ["command", "date", "environment"]
     assert {"device_name", "torch", "threads", "cpu_count"} <= set(doc["environment"])
+
+
+def test_pretrain_script_records_the_command_without_machine_paths(monkeypatch, tmp_path):
+    """A shipped weight's manifest records how to rerun its training: the run's own
+    arguments, without --resume and --max-seconds (which only steer one process) and
+    without machine paths."""
+    monkeypatch.syspath_prepend(str(ROOT / "benchmarks"))
+    script = _load("pretrain_ndp_under_test", ROOT / "scripts" / "pretrain_ndp.py")
+    weights = str(ROOT / "skdiff" / "weights" / "gp_d1.pt")
+    got = script._command(["--prior", "gp", "--n-dims", "2", "3", "--run-dir", str(tmp_path),
+                           "--init-from", weights, "--resume", "--max-seconds", "480"])
+    assert got == ("python scripts/pretrain_ndp.py --prior gp --n-dims 2 3 --run-dir PATH "
+                   "--init-from skdiff/weights/gp_d1.pt")
+    assert script._command(["--run-dir", "runs/gp d1"]) == \
+        "python scripts/pretrain_ndp.py --run-dir 'runs/gp d1'"
 
 
 def test_defaults_page_notes_stay_on_one_table_line():
