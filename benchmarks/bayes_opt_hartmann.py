@@ -1,12 +1,14 @@
 """Bayesian optimisation of a test function: NDP vs GPR Thompson sampling vs random.
 
 ``--function hartmann3`` (default; the 3-D Hartmann function on the unit cube) or ``branin``
-(the 2-D Branin function on its usual box). Every method starts from the same 3 uniform random
-points and then makes ``--n-iter`` evaluations, choosing each by Thompson sampling over one
-joint posterior sample on 64 fresh uniform candidates (random search: the first candidate;
-``--local`` also runs the NDP priors and GPR with half the candidates drawn around the best
-point so far, ``thompson_sampling(local_fraction=0.5)``, as ``ndp_local`` /
-``ndp_<prior>_local`` and ``gpr_local``). NDP conditions the pretrained prior of the
+(the 2-D Branin function on its usual box), the held-out functions of the NDP defaults, or
+``camel`` (six-hump camel on [-3, 3] x [-2, 2]) or ``goldstein_price`` (on [-2, 2]^2), the
+dev functions on which ``thompson_sampling``'s NDP defaults were chosen. Every method starts
+from the same 3 uniform random points and then makes ``--n-iter`` evaluations, choosing each
+by Thompson sampling over one joint posterior sample on 64 fresh uniform candidates (random
+search: the first candidate; ``--local`` also runs the NDP priors and GPR with half the
+candidates drawn around the best point so far, ``thompson_sampling(local_fraction=0.5)``, as
+``ndp_local`` / ``ndp_<prior>_local`` and ``gpr_local``). NDP conditions the pretrained prior of the
 function's dimension on the evaluations so far (no retraining between iterations;
 ``--priors gp matern52`` runs the marginalising ``gp`` prior and the Matérn-5/2 one, whose
 lengthscale is fixed) on power-transformed values (``y_transform="auto"``, the default;
@@ -26,12 +28,14 @@ Run::
     python benchmarks/bayes_opt_hartmann.py --priors gp matern52 --raw-priors gp \
         --local --json bo_priors.json
     python benchmarks/bayes_opt_hartmann.py --function branin --n-seeds 5 --json bo2.json
+    python benchmarks/bayes_opt_hartmann.py --function camel --n-seeds 10 --json bo3.json
 """
 
 from __future__ import annotations
 
 import argparse
 
+import numpy as np
 from _ndp_common import (
     add_runtime_args,
     add_sampler_arg,
@@ -45,9 +49,28 @@ from _ndp_common import (
 from skdiff import NDPRegressor
 from skdiff.bayes_opt import BRANIN_BOUNDS, BRANIN_MIN, HARTMANN3_MIN, branin, hartmann3
 
+
+def six_hump_camel(X):
+    """Six-hump camel: two global minima of -1.0316285 at (0.0898, -0.7126) and
+    (-0.0898, 0.7126), four local ones."""
+    x, y = np.atleast_2d(X).T
+    return (4 - 2.1 * x**2 + x**4 / 3) * x**2 + x * y + (-4 + 4 * y**2) * y**2
+
+
+def goldstein_price(X):
+    """Goldstein-Price: global minimum 3 at (0, -1), values up to about 10^6 on [-2, 2]^2."""
+    x, y = np.atleast_2d(X).T
+    a = 1 + (x + y + 1) ** 2 * (19 - 14 * x + 3 * x**2 - 14 * y + 6 * x * y + 3 * y**2)
+    b = 30 + (2 * x - 3 * y) ** 2 * (18 - 32 * x + 12 * x**2 + 48 * y - 36 * x * y
+                                     + 27 * y**2)
+    return a * b
+
+
 #: name -> (objective, bounds, global minimum)
 FUNCTIONS = {"hartmann3": (hartmann3, [(0.0, 1.0)] * 3, HARTMANN3_MIN),
-             "branin": (branin, [list(b) for b in BRANIN_BOUNDS], BRANIN_MIN)}
+             "branin": (branin, [list(b) for b in BRANIN_BOUNDS], BRANIN_MIN),
+             "camel": (six_hump_camel, [(-3.0, 3.0), (-2.0, 2.0)], -1.0316285),
+             "goldstein_price": (goldstein_price, [(-2.0, 2.0)] * 2, 3.0)}
 
 
 def main(argv=None):
