@@ -31,7 +31,11 @@ _LOAD_AT_START = round(os.getloadavg()[0], 2) if hasattr(os, "getloadavg") else 
 
 def relative_path(arg):
     """A path argument relative to the repository root; other absolute paths become
-    ``PATH`` (machine paths are not recorded)."""
+    ``PATH`` (machine paths are not recorded). An ``--option=/abs/path`` argument keeps its
+    option and has its value mapped the same way."""
+    if arg.startswith("-") and "=" in arg:
+        option, value = arg.split("=", 1)
+        return f"{option}={relative_path(value)}"
     if not os.path.isabs(arg):
         return arg
     try:
