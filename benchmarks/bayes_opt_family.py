@@ -19,7 +19,8 @@ al., 2008, with random parameters),
    ML-II every iteration) and random search; with ``--local`` also the first three with half
    the candidates drawn around the best point so far (``local_fraction=0.5``), as
    ``<method>_local``. The ``gp`` prior ranks by a draw denoised from 8 joint samples
-   (``thompson_sampling``'s default for it), or by one sample with ``--no-denoise``.
+   (``thompson_sampling(denoise="auto")``), or by one sample with ``--no-denoise`` (the
+   function's default, as for the family prior).
 
 Printed: the simple regret (best value so far minus the member's minimum on a 4001-point
 grid) against iterations, mean ± standard error over the members; with ``--json``, every
@@ -124,8 +125,8 @@ def main(argv=None):
                         "'<method>_local'")
     p.add_argument("--no-denoise", action="store_true",
                    help="the gp prior ranks the candidates by one joint sample "
-                        "(thompson_sampling(denoise=False)) instead of the default draw "
-                        "denoised from 8")
+                        "(thompson_sampling's default, denoise=False) instead of a draw "
+                        "denoised from 8 (denoise='auto')")
     add_sampler_arg(p)
     add_runtime_args(p)
     p.add_argument("--json", default=None)
@@ -138,7 +139,7 @@ def main(argv=None):
     objectives = [(member(m), member(m)(GRID).min()) for m in members]
     models = {"random": lambda: "random", "gpr": lambda: bo_gpr(BOUNDS),
               "ndp": (lambda: NDPRegressor(x_bounds=BOUNDS, n_samples=2, sampler=args.sampler),
-                      {"denoise": False} if args.no_denoise else {}),
+                      {"denoise": False if args.no_denoise else "auto"}),
               "ndp_family": lambda: NDPRegressor(prior=prior, n_samples=2,
                                                  sampler=args.sampler)}
     if args.local:

@@ -16,11 +16,12 @@ lengthscale is fixed) on power-transformed values (``y_transform="auto"``, the d
 ``ndp_<prior>_raw``), with ``NDPRegressor``'s default sampler (``--sampler``); GPR
 refits a Matérn-5/2 kernel by ML-II at every iteration (initial lengthscale 0.3 and bounds
 0.01 to 10, times each side of the box) on the values as they are (its default) and, as
-``gpr_power``, on power-transformed values. NDP ranks the candidates by a draw denoised from 8 joint
-samples (``thompson_sampling``'s default for it); ``--no-denoise`` by one sample. Printed:
-the simple regret (best value so far minus the global minimum) against iterations, mean
-± standard error over ``--n-seeds`` runs; with ``--json``, every run's regret after each
-evaluation (the 3 initial points first) and the wall and CPU seconds per run.
+``gpr_power``, on power-transformed values. NDP ranks the candidates by a draw denoised
+from 8 joint samples (``thompson_sampling(denoise="auto")``); ``--no-denoise`` by one
+sample, as ``thompson_sampling`` does by default. Printed: the simple regret (best value
+so far minus the global minimum) against iterations, mean ± standard error over
+``--n-seeds`` runs; with ``--json``, every run's regret after each evaluation (the 3
+initial points first) and the wall and CPU seconds per run.
 
 Run::
 
@@ -87,8 +88,8 @@ def main(argv=None):
     add_sampler_arg(p)
     p.add_argument("--no-denoise", action="store_true",
                    help="NDP rows rank the candidates by one joint sample "
-                        "(thompson_sampling(denoise=False)) instead of the default draw "
-                        "denoised from 8")
+                        "(thompson_sampling's default, denoise=False) instead of a draw "
+                        "denoised from 8 (denoise='auto')")
     p.add_argument("--local", action="store_true",
                    help="also run the NDP priors of --priors and GPR with half the "
                         "candidates around the best point so far (local_fraction=0.5), as "
@@ -107,7 +108,7 @@ def main(argv=None):
 
     models = {"random": lambda: "random", "gpr": gpr,
               "gpr_power": (gpr, {"y_transform": "power"})}
-    denoise = {"denoise": False} if args.no_denoise else {}
+    denoise = {"denoise": False if args.no_denoise else "auto"}
     for prior in args.priors:
         models["ndp" if prior == "gp" else f"ndp_{prior}"] = (ndp(prior), {**denoise})
     for prior in args.raw_priors:

@@ -332,7 +332,8 @@ def test_denoise_draws_several_samples_for_a_noise_floor_model_only(monkeypatch)
     import skdiff.bayes_opt as bo
 
     model = _CountingRecorder()
-    thompson_sampling(_objective, [(0, 1)], model=model, n_iter=2, random_state=0)
+    thompson_sampling(_objective, [(0, 1)], model=model, n_iter=2, denoise="auto",
+                      random_state=0)
     assert _CountingRecorder.asked == [1, 1]  # "auto": exact samples, one per iteration
     _CountingRecorder.asked = []
     res = thompson_sampling(_objective, [(0, 1)], model=model, n_iter=2, denoise=True,
@@ -343,7 +344,12 @@ def test_denoise_draws_several_samples_for_a_noise_floor_model_only(monkeypatch)
     _CountingRecorder.asked = []
     monkeypatch.setattr(bo, "_standardises_with_fixed_noise", lambda m: True)
     thompson_sampling(_objective, [(0, 1)], model=model, n_iter=1, y_transform=None,
-                      random_state=0)
+                      denoise="auto", random_state=0)
     assert _CountingRecorder.asked == [bo.DENOISE_SAMPLES]
+    # off by default, even for a model with a noise floor: one joint sample per iteration
+    _CountingRecorder.asked = []
+    thompson_sampling(_objective, [(0, 1)], model=model, n_iter=2, y_transform=None,
+                      random_state=0)
+    assert _CountingRecorder.asked == [1, 1]
     with pytest.raises(ValueError, match="'denoise' parameter .* Got 'yes' instead"):
         thompson_sampling(_objective, [(0, 1)], model=model, denoise="yes")
