@@ -731,8 +731,7 @@ CLAIMS = {
         "64 fresh uniform candidates per iteration, evaluated where it is lowest, as the "
         "paper does (for the NDP thompson_sampling's default, denoise=False; a draw "
         "denoised from 8 samples, denoise='auto', is in a table below); the methods marked "
-        "'half the "
-        "candidates local' draw 32 of them around the best point so far instead "
+        "'half the candidates local' draw 32 of them around the best point so far instead "
         "(local_fraction=0.5). NDPRegressor conditions the "
         "shipped 3-D gp prior, which marginalises the lengthscale, on the evaluations so "
         "far (no retraining; the features weighed by the ML-II lengthscales of the "
@@ -810,8 +809,7 @@ CLAIMS = {
            "sample." if suffix else
            "The NDP on the shipped 2-D gp prior ranks the candidates by one joint sample "
            "(denoise=False, the default and the paper's draw); same seeds, initial points "
-           "and candidates "
-           "as the table of the default draw."),
+           "and candidates as the table of the denoised draw."),
         f"bayes_opt_{key}{suffix}.json",
         f"python benchmarks/bayes_opt_hartmann.py {'' if suffix else '--no-denoise '}"
         f"--function {key} --priors gp{' matern52' if suffix else ''} --n-seeds 10 "
@@ -848,8 +846,9 @@ CLAIMS = {
         "per seed]}", _bayes_opt, _bayes_opt_figure),
     "bayes_opt_family_nodenoise": Claim(
         "Bayesian optimisation where the prior knows the family, one joint sample", "The "
-        "protocol of the table above (the same family prior, members, initial points and "
-        "candidates) with the shipped gp prior ranking the candidates by one joint sample, "
+        "protocol of the table above (a family prior trained by the same command, the same "
+        "members, initial points and candidates) with the shipped gp prior ranking the "
+        "candidates by one joint sample, "
         "thompson_sampling's default (denoise=False), as the family prior and the GPR do.",
         "bayes_opt_family_nodenoise.json",
         "python benchmarks/bayes_opt_family.py --work-dir PATH --steps 3000 --local "
