@@ -22,15 +22,13 @@ The values can be warped by a monotone transform before every fit (``y_transform
 lowest point of a sample is the same on either scale, so nothing is transformed back. The
 samples of a pretrained NDP prior carry a noise floor on the standardised values: the
 prior's observation noise (5 % of the signal's standard deviation) and the network's own
-jitter between nearby points (in 2-D, samples 0.001 apart differ by about 8 % of it, a
-floor that training on less noisy functions barely lowers). On a skewed objective (a few
-large values, a flat valley) the values near the minimum differ by less than that and the
-samples cannot tell them apart. The Yeo-Johnson power
-transform (:class:`~sklearn.preprocessing.PowerTransformer` on the standardised values,
-as HEBO applies it) makes the values roughly Gaussian first and spreads the valley out. Its
-exponent is capped at 1: values skewed the other way (a narrow dip below a plateau) would
-get an exponent above 1, which squeezes the low values together, where the minimum is; at
-the cap the transform is the identity.
+jitter between nearby points. On a skewed objective (a few large values, a flat valley)
+the values near the minimum differ by less than that and the samples cannot tell them
+apart. The Yeo-Johnson power transform (:class:`~sklearn.preprocessing.PowerTransformer`
+on the standardised values, as HEBO applies it) makes the values roughly Gaussian first and
+spreads the valley out. Its exponent is capped at 1: values skewed the other way (a narrow
+dip below a plateau) would get an exponent above 1, which squeezes the low values together,
+where the minimum is; at the cap the transform is the identity.
 
 The same noise floor blurs the single sample Thompson sampling ranks the candidates by.
 ``denoise=True`` (or ``"auto"``, on for such a model) builds the draw from several joint

@@ -118,13 +118,17 @@ def test_auto_is_off_where_the_network_has_more_to_draw_on(linear):
     short = dict(FAST, max_epochs=2, random_state=0)
     semi = DIFFormerRegressor(**short).fit(Xtr, np.where(np.arange(300) % 2, ytr, np.nan))
     A = sp.eye(300, k=1, format="csr")
-    graph = DIFFormerRegressor(**short).fit(Xtr, ytr, adjacency=A)
+    A = A + A.T
     g = Graph(Xtr, A)
     graph_mode = DIFFormerRegressor(**short).fit(g.node_ids(), ytr, graph=g)
     few = DIFFormerRegressor(**short).fit(Xtr[:40], ytr[:40])  # 4 validation rows
+    # a graph whose 40 labelled nodes give 4 validation rows holds none out
+    few_nodes = DIFFormerRegressor(**short).fit(
+        Xtr, np.where(np.arange(300) < 40, ytr, np.nan), adjacency=A)
+    assert "valid_loss" not in few_nodes.history_[-1]
     mc = DIFFormerRegressor(**short, uncertainty="mc_dropout").fit(Xtr, ytr)
     no_split = DIFFormerRegressor(**short, early_stopping=False).fit(Xtr, ytr)
-    for est in (semi, graph, graph_mode, few, mc, no_split):
+    for est in (semi, graph_mode, few, few_nodes, mc, no_split):
         assert est.network_used_ and est.linear_fallback_ is None
     # from 5 validation rows it compares (50 rows): they are held out, scored every epoch,
     # but do not stop the training (a split of 5 rows stops on noise)
@@ -132,9 +136,69 @@ def test_auto_is_off_where_the_network_has_more_to_draw_on(linear):
     assert small.linear_fallback_ is not None and small.early_stopping_ is False
     assert len(small.history_) == 30 and "valid_loss" in small.history_[-1]
     assert small.dropout_ == 0.2  # too few validation rows to calibrate the head
-    # True compares wherever there are validation rows (here with a graph among the rows)
-    forced = DIFFormerRegressor(**short, linear_fallback=True).fit(Xtr, ytr, adjacency=A)
+    # a graph among the rows compares from 41 labelled nodes, labelled or not (the ridge
+    # then reads the graph too); True compares wherever there are validation rows
+    for y_graph in (ytr, np.where(np.arange(300) < 41, ytr, np.nan)):
+        graph = DIFFormerRegressor(**short).fit(Xtr, y_graph, adjacency=A)
+        assert graph.linear_fallback_ is not None
+    forced = DIFFormerRegressor(**short, linear_fallback=True).fit(Xtr[:40], ytr[:40])
     assert forced.linear_fallback_ is not None
+
+
+@pytest.fixture(scope="module")
+def graph_task():
+    """Node regression on a contextual stochastic block model with 120 of 1,000 nodes
+    labelled: the value is a level per block plus a linear function of the features, and
+    edges mostly join nodes of one block, so the average of the features over a node's
+    neighbours tells its block better than its own features do."""
+    rng = np.random.RandomState(0)
+    n, n_blocks, d = 1000, 4, 16
+    block = rng.randint(n_blocks, size=n)
+    X = rng.normal(scale=0.6, size=(n_blocks, d))[block] + rng.normal(size=(n, d))
+    same = block[:, None] == block[None, :]
+    p = np.where(same, 8 * 0.8 / (n / n_blocks), 8 * 0.2 / (n - n / n_blocks))
+    A = sp.csr_matrix(np.triu(rng.uniform(size=(n, n)) < p, 1).astype(float))
+    A = A + A.T
+    y = rng.normal(size=n_blocks)[block] + X[:, :8] @ rng.normal(scale=0.2, size=8) \
+        + 0.3 * rng.normal(size=n)
+    labelled = np.zeros(n, dtype=bool)
+    labelled[rng.choice(n, 120, replace=False)] = True
+    return X, A, y, labelled
+
+
+def test_on_a_graph_the_ridge_reads_the_features_and_their_graph_average(graph_task):
+    """With an adjacency the fallback ridge reads the scaled features and their 2-hop SGC
+    average beside them: the linear model a user would fit to the nodes of a graph. Where
+    the network does not beat it, that ridge predicts the unlabelled nodes (better than the
+    network alone and than a ridge on the features), on the fitted graph and on a new one."""
+    from skdiff.difformer._propagation import smoothed_features
+
+    X, A, y, labelled = graph_task
+    y_fit = np.where(labelled, y, np.nan)
+    reg = DIFFormerRegressor(**FAST, random_state=0).fit(X, y_fit, adjacency=A)
+    net = DIFFormerRegressor(**FAST, linear_fallback=False, random_state=0).fit(
+        X, y_fit, adjacency=A)
+    assert not reg.network_used_ and net.network_used_
+    assert "valid_loss" in reg.history_[-1]  # 12 labelled nodes held out to compare on
+    scale = reg._feature_scaling
+    F = ((X - scale.mean_) / scale.scale_).astype(np.float32)
+    Z = np.hstack([F, smoothed_features(A, F)])
+    ys = (y - reg.y_mean_[0]) / reg.y_scale_[0]
+    ref = RidgeCV(alphas=list(FALLBACK_ALPHAS)).fit(Z[labelled], ys[labelled])
+    np.testing.assert_allclose(reg.linear_fallback_.coef_.ravel(), ref.coef_, rtol=1e-4,
+                               atol=1e-6)
+    expected = ref.predict(Z) * reg.y_scale_[0] + reg.y_mean_[0]
+    np.testing.assert_allclose(reg.transduction_, expected, rtol=1e-4, atol=1e-4)
+    np.testing.assert_allclose(reg.predict(X, adjacency=A), expected, rtol=1e-4, atol=1e-4)
+    # rows without an adjacency are isolated nodes: their graph average is their features
+    isolated = ref.predict(np.hstack([F[:5], F[:5]])) * reg.y_scale_[0] + reg.y_mean_[0]
+    np.testing.assert_allclose(reg.predict(X[:5]), isolated, rtol=1e-4, atol=1e-4)
+    scored = ~labelled
+    plain = RidgeCV(alphas=list(FALLBACK_ALPHAS)).fit(F[labelled], y[labelled])
+    assert _mse(y[scored], reg.transduction_[scored]) < 0.8 * _mse(
+        y[scored], plain.predict(F[scored]))
+    assert _mse(y[scored], reg.transduction_[scored]) < 0.8 * _mse(
+        y[scored], net.transduction_[scored])
 
 
 def test_linear_fallback_errors_name_the_parameter_and_the_fix(linear):
