@@ -44,6 +44,7 @@ from ._data import (
     GraphInputs,
     Partitions,
     Reshuffle,
+    _column_scale,
     rows_fingerprint,
     streamed_forward,
     streams,
@@ -72,6 +73,24 @@ FALLBACK_ALPHAS = tuple(float(a) for a in np.logspace(-3, 3, 13))
 MIN_FALLBACK_ROWS = 5
 
 __all__ = ["DIFFormerClassifier", "DIFFormerRegressor"]
+
+
+def _beside(F, S, scale):
+    """``F`` and ``S`` with its columns divided by ``scale``, side by side (CSR stays CSR)."""
+    if sp.issparse(F):
+        return sp.hstack([F, S @ sp.diags(1.0 / scale)], format="csr")
+    return np.hstack([F, S / scale])
+
+
+def _column_std(F):
+    """Standard deviation of every column of ``F`` (dense, in row chunks, or sparse), 1 for
+    a constant column."""
+    if not sp.issparse(F):
+        return _column_scale(F)[1]
+    from sklearn.utils.sparsefuncs import mean_variance_axis
+
+    std = np.sqrt(mean_variance_axis(sp.csr_matrix(F, dtype=np.float64), axis=0)[1])
+    return np.where(std > 0, std, 1.0)
 
 #: Training steps over more rows than this use per-layer gradient checkpointing.
 _CHECKPOINT_ROWS = 20_000
@@ -1026,16 +1045,19 @@ class DIFFormerRegressor(RegressorTask, _DIFFormerBase):
         Whether predictions fall back on a ridge regression when the network does not
         predict the validation rows better. A :class:`~sklearn.linear_model.RidgeCV`
         (penalties ``1e-3`` to ``1e3``, chosen by leave-one-out) is fitted to the labelled
-        training rows on the features the network reads (given an adjacency, beside them
-        their 2-hop SGC average over the graph, Wu et al. 2019: the linear model of the
-        nodes of a graph), and after training the network is kept only if it lowers the
-        validation rows' mean squared error by more than one standard error of the mean
-        per-row difference (the one-standard-error rule of penalised regression).
-        Otherwise the ridge, refitted to all labelled rows, gives ``predict``,
-        ``transduction_`` and :meth:`sample_posterior` their means, and its leave-one-out
-        mean squared error their variance (out of sample already: ``std_scale_`` is 1);
-        ``network_used_`` records the outcome. Rows predicted without an adjacency are
-        isolated nodes to it, whose graph average is their own features. ``"auto"``: on
+        training rows on the features the network reads, and after training the network is
+        kept only if it lowers the validation rows' mean squared error by more than one
+        standard error of the mean per-row difference (the one-standard-error rule of
+        penalised regression). Given an adjacency the ridge reads beside the features their
+        2-hop SGC average over the graph (Wu et al., 2019: the linear model of the nodes of a
+        graph), as it is or standardised over the graph's nodes, whichever has the lower
+        leave-one-out error on the training rows (with one penalty for both, it sets how far
+        the averages are shrunk relative to the features). Where the network is not kept,
+        the ridge, refitted to all labelled rows, gives ``predict``, ``transduction_`` and
+        :meth:`sample_posterior` their means, and its leave-one-out mean squared error their
+        variance (out of sample already: ``std_scale_`` is 1); ``network_used_`` records
+        the outcome. Rows predicted without an adjacency are isolated nodes to it, whose
+        graph average is their own features. ``"auto"``: on
         for a fit on fully labelled rows without a graph and for a fit with an adjacency
         among the rows (``adjacency=``; at most a million nodes and 25 million feature
         values), compared from 5 validation rows, i.e. 41 labelled rows
@@ -1243,12 +1265,14 @@ class DIFFormerRegressor(RegressorTask, _DIFFormerBase):
         needs no calibration (``std_scale_`` stays 1).
         """
         self.network_used_, self.linear_fallback_ = True, None
-        self._fallback_graph = data.inputs.has_graph
+        self._fallback_graph_scale = None
         if not self._fallback_on(data, valid):
             return outputs
         k = self.n_outputs_
-        features = self._fallback_features(data.inputs)  # features mode: row i is sample i
         targets = data.targets.reshape(len(data.targets), k)
+        # features mode: row i is sample i
+        features = self._graph_ridge_features(data.inputs, targets, data.weights, train) \
+            if data.inputs.has_graph else data.inputs.scaled_features()
         ridge = self._fit_ridge(features, targets, data.weights, train)
         w = data.weights[valid] / data.weights[valid].sum()
         err_net = ((outputs[valid, :k] - targets[valid]) ** 2).mean(1)
@@ -1272,12 +1296,33 @@ class DIFFormerRegressor(RegressorTask, _DIFFormerBase):
         """What the ``linear_fallback`` ridge reads: the scaled features the network reads,
         and, when the fit had a graph, beside them their 2-hop SGC average over the graph of
         ``inputs`` (:func:`~skdiff.difformer._propagation.smoothed_features`; without an
-        adjacency every row is an isolated node, whose average is its own features)."""
+        adjacency every row is an isolated node, whose average is its own features), its
+        columns divided by the fit's ``_fallback_graph_scale``."""
         F = inputs.scaled_features()
-        if not self.__dict__.get("_fallback_graph", False):
+        scale = self.__dict__.get("_fallback_graph_scale")
+        if scale is None:
             return F
-        S = smoothed_features(inputs.adjacency, F) if inputs.has_graph else F
-        return sp.hstack([F, S], format="csr") if sp.issparse(F) else np.hstack([F, S])
+        return _beside(F, smoothed_features(inputs.adjacency, F) if inputs.has_graph else F,
+                       scale)
+
+    def _graph_ridge_features(self, inputs, targets, weights, rows):
+        """The fallback's features of a fit with a graph, setting ``_fallback_graph_scale``.
+
+        Averaging shrinks the columns' spread, so with one penalty for both blocks the ridge
+        shrinks the averages' weights more than the features'. Which suits the graph
+        depends on how far its averages tell the target beyond the features, so the averages
+        are taken as they are or standardised over the graph's nodes, whichever gives the
+        ridge on ``rows`` the lower leave-one-out error."""
+        F = inputs.scaled_features()
+        S = smoothed_features(inputs.adjacency, F)
+        best = None
+        for scale in (np.ones(S.shape[1]), _column_std(S)):
+            Z = _beside(F, S, scale)
+            loo = self._fit_ridge(Z, targets, weights, rows).loo_mse_.mean()
+            if best is None or loo < best[0]:
+                best = (loo, scale, Z)
+        self._fallback_graph_scale = best[1]
+        return best[2]
 
     @staticmethod
     def _fit_ridge(features, targets, weights, rows):

@@ -168,7 +168,7 @@ def graph_task():
 
 def test_on_a_graph_the_ridge_reads_the_features_and_their_graph_average(graph_task):
     """With an adjacency the fallback ridge reads the scaled features and their 2-hop SGC
-    average beside them: the linear model a user would fit to the nodes of a graph. Where
+    average beside them: the linear model of the nodes of a graph. Where
     the network does not beat it, that ridge predicts the unlabelled nodes (better than the
     network alone and than a ridge on the features), on the fitted graph and on a new one."""
     from skdiff.difformer._propagation import smoothed_features
@@ -182,7 +182,11 @@ def test_on_a_graph_the_ridge_reads_the_features_and_their_graph_average(graph_t
     assert "valid_loss" in reg.history_[-1]  # 12 labelled nodes held out to compare on
     scale = reg._feature_scaling
     F = ((X - scale.mean_) / scale.scale_).astype(np.float32)
-    Z = np.hstack([F, smoothed_features(A, F)])
+    S = smoothed_features(A, F)
+    # the averages as they are or standardised over the graph's nodes, by leave-one-out
+    scale = reg._fallback_graph_scale
+    assert np.array_equal(scale, np.ones(16)) or np.allclose(scale, S.std(0), rtol=1e-5)
+    Z = np.hstack([F, S / scale])
     ys = (y - reg.y_mean_[0]) / reg.y_scale_[0]
     ref = RidgeCV(alphas=list(FALLBACK_ALPHAS)).fit(Z[labelled], ys[labelled])
     np.testing.assert_allclose(reg.linear_fallback_.coef_.ravel(), ref.coef_, rtol=1e-4,
@@ -191,7 +195,8 @@ def test_on_a_graph_the_ridge_reads_the_features_and_their_graph_average(graph_t
     np.testing.assert_allclose(reg.transduction_, expected, rtol=1e-4, atol=1e-4)
     np.testing.assert_allclose(reg.predict(X, adjacency=A), expected, rtol=1e-4, atol=1e-4)
     # rows without an adjacency are isolated nodes: their graph average is their features
-    isolated = ref.predict(np.hstack([F[:5], F[:5]])) * reg.y_scale_[0] + reg.y_mean_[0]
+    isolated = ref.predict(np.hstack([F[:5], F[:5] / scale])) * reg.y_scale_[0] \
+        + reg.y_mean_[0]
     np.testing.assert_allclose(reg.predict(X[:5]), isolated, rtol=1e-4, atol=1e-4)
     scored = ~labelled
     plain = RidgeCV(alphas=list(FALLBACK_ALPHAS)).fit(F[labelled], y[labelled])
