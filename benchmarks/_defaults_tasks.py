@@ -120,9 +120,8 @@ def skdiff_full(Est, d, metric, *, scaled_variant=True):
     with _Clock() as c:
         est = Est(random_state=0).fit(d.X_train, d.y_train)
     score = metric(d.y_test, est.predict(d.X_test))
-    extra = {"epochs": _epochs(est), **_coverage95(est, d.y_test, d.X_test)}
-    if getattr(est, "linear_fallback_", None) is not None:  # DIFFormerRegressor compared
-        extra["network_used"] = bool(est.network_used_)
+    extra = {"epochs": _epochs(est), **_coverage95(est, d.y_test, d.X_test),
+             **_fallback_outcome(est)}
     if scaled_variant:
         with _Clock() as c2:
             pipe = make_pipeline(StandardScaler(), Est(random_state=0)).fit(d.X_train,
@@ -138,8 +137,16 @@ def skdiff_graph(Est, d, metric):
     with _Clock() as c:
         est = Est(random_state=0).fit(d.X, d.y_fit, adjacency=d.A)
     score = metric(d.y[d.scored], _transduced(est, d.X, d.scored, adjacency=d.A))
-    return _result(score, c.s, t0, epochs=_epochs(est),
+    return _result(score, c.s, t0, epochs=_epochs(est), **_fallback_outcome(est),
                    **_coverage95(est, d.y[d.scored], d.X, d.scored, adjacency=d.A))
+
+
+def _fallback_outcome(est):
+    """``{"network_used": ...}`` where DIFFormerRegressor's ``linear_fallback`` compared the
+    network with its ridge, else nothing."""
+    if getattr(est, "linear_fallback_", None) is None:
+        return {}
+    return {"network_used": bool(est.network_used_)}
 
 
 def skdiff_sequences(Est, d, metric):
