@@ -126,6 +126,11 @@ def test_auto_is_off_where_the_network_has_more_to_draw_on(linear):
     few_nodes = DIFFormerRegressor(**short).fit(
         Xtr, np.where(np.arange(300) < 40, ytr, np.nan), adjacency=A)
     assert "valid_loss" not in few_nodes.history_[-1]
+    # ... unless validation rows are given: 6 of them are compared on
+    given = DIFFormerRegressor(**short).fit(
+        Xtr, np.where(np.arange(300) < 40, ytr, np.nan), adjacency=A,
+        validation_mask=np.arange(300) < 6)
+    assert given.linear_fallback_ is not None
     mc = DIFFormerRegressor(**short, uncertainty="mc_dropout").fit(Xtr, ytr)
     no_split = DIFFormerRegressor(**short, early_stopping=False).fit(Xtr, ytr)
     for est in (semi, graph_mode, few, few_nodes, mc, no_split):
