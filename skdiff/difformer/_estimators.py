@@ -92,6 +92,7 @@ def _column_std(F):
     std = np.sqrt(mean_variance_axis(sp.csr_matrix(F, dtype=np.float64), axis=0)[1])
     return np.where(std > 0, std, 1.0)
 
+
 #: Training steps over more rows than this use per-layer gradient checkpointing.
 _CHECKPOINT_ROWS = 20_000
 
@@ -1057,16 +1058,16 @@ class DIFFormerRegressor(RegressorTask, _DIFFormerBase):
         :meth:`sample_posterior` their means, and its leave-one-out mean squared error their
         variance (out of sample already: ``std_scale_`` is 1); ``network_used_`` records
         the outcome. Rows predicted without an adjacency are isolated nodes to it, whose
-        graph average is their own features. ``"auto"``: on
-        for a fit on fully labelled rows without a graph and for a fit with an adjacency
-        among the rows (``adjacency=``; at most a million nodes and 25 million feature
-        values), compared from 5 validation rows, i.e. 41 labelled rows
-        (``early_stopping="auto"`` holds them out, and where it does not stop early, up to
-        190 rows, the network trains all ``max_epochs`` on the others; the held-out nodes
-        of a graph stay in it, unlabelled); off with unlabelled rows and no graph, which the
-        network draws on through its attention and a ridge cannot, in graph mode
-        (``graph=``) and with ``early_stopping=False``. ``True``: in every fit (an error
-        with ``early_stopping=False``).
+        graph average is their own features. ``"auto"``: on for a fit on fully labelled
+        rows without a graph and for a fit with an adjacency among the rows
+        (``adjacency=``; at most a million nodes and 25 million feature values), compared
+        from 5 validation rows, i.e. 41 labelled rows (``early_stopping="auto"`` holds them
+        out, and where it does not stop early, up to 190 rows, the network trains all
+        ``max_epochs`` on the others; the held-out nodes of a graph stay in it, unlabelled);
+        off with unlabelled rows and no graph, which the network draws on through its
+        attention and a ridge cannot, in graph mode (``graph=``) and with
+        ``early_stopping=False``. ``True``: in every fit (an error with
+        ``early_stopping=False``).
         Needs the Gaussian head and features mode (not ``graph=``). On fully labelled
         tables the network alone loses to a ridge where the target is close to linear in
         the features, and on small tables: test mean squared error 3-6 times the ridge's
