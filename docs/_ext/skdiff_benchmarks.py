@@ -112,9 +112,18 @@ def _digits(doc):
 
 
 def _difformer_regression(doc):
-    names = {"difformer": "DIFFormerRegressor (defaults)", "ridge": "RidgeCV on the features",
+    names = {"difformer": "DIFFormerRegressor (defaults)",
+             "difformer_network": "DIFFormerRegressor(linear_fallback=False), the network",
+             "ridge": "RidgeCV on the features",
              "ridge_2hop": "RidgeCV on 2-hop propagated features (SGC)"}
-    rows = [[str(r["n"]), f"{r['labelled']:.0%}", names.get(r["method"], r["method"]),
+
+    def method(r):
+        used = r.get("network_used")
+        if used is None:
+            return names.get(r["method"], r["method"])
+        return f"{names[r['method']]}: network kept in {sum(used)} of {len(used)} seeds"
+
+    rows = [[str(r["n"]), f"{r['labelled']:.0%}", method(r),
              f"{r['r2_mean']:.3f} ± {r['r2_std']:.3f}", _secs(r["seconds"])]
             for r in doc["rows"]]
     return ["nodes", "labelled", "method", "R² on unlabelled nodes", "s per fit"], rows
