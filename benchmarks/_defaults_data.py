@@ -169,13 +169,13 @@ def csbm(ctx, n_nodes, homophily, snr, n_per_class=20, **kwargs):
     return Bunch(X=X, A=A, y=y, y_fit=y_fit, scored=y_fit == -1)
 
 
-def csbm_regression(ctx, n_nodes, homophily, snr, n_labelled=100, **kwargs):
+def csbm_regression(ctx, n_nodes, homophily, snr, n_labelled=100, seed=SEED, **kwargs):
     """A CSBM node regression task: target = a per-class level (N(0, 1)) plus a linear
     function of the informative features plus noise (std 0.3); ``n_labelled`` random nodes
     labelled, the others ``NaN`` and scored."""
     n_inf = kwargs.get("n_informative", 16)
-    X, c, A = make_csbm(n_nodes, homophily=homophily, snr=snr, random_state=SEED, **kwargs)
-    rng = np.random.RandomState(SEED + 2)
+    X, c, A = make_csbm(n_nodes, homophily=homophily, snr=snr, random_state=seed, **kwargs)
+    rng = np.random.RandomState(seed + 2)
     level = rng.normal(size=c.max() + 1)
     w = rng.normal(scale=0.5 / np.sqrt(n_inf), size=n_inf)
     y = level[c] + X[:, :n_inf] @ w + 0.3 * rng.normal(size=n_nodes)
