@@ -1076,9 +1076,10 @@ class DIFFormerRegressor(RegressorTask, _DIFFormerBase):
         and nonlinear ones with enough rows (Friedman #1-#3, 750 rows) keep the network.
         On contextual stochastic block models (2,000 nodes, 100 of them labelled, homophily
         0.2 to 0.9, 16 graphs) the fallback chose the ridge in 15 fits; the squared error on
-        the unlabelled nodes was 0.70 times the network's alone (geometric mean over 8 of
-        the graphs, 0.55-1.06) and 0.87 times the better of a ridge on the features and
-        one on their SGC average (worst 1.22, where the network was kept).
+        the unlabelled nodes was 0.70 times the network's alone (geometric mean, 0.55-1.06)
+        and 0.86 times the better of a ridge on the features and one on their SGC average
+        (worst 1.22, where the network was kept), where the network alone had 1.23 times
+        it (``benchmarks/difformer_regression.py --task csbm``).
     uncertainty : {"gaussian", "mc_dropout"}, default="gaussian"
         What ``predict(return_std=True)`` and :meth:`sample_posterior` represent.
         ``"gaussian"``: the head predicts a mean and a variance per output; the mean is
