@@ -234,6 +234,10 @@ def _aeon_series(name):
         return np.asarray(ads.load_lynx(), dtype=np.float64)
     if name == "uschange_consumption":
         return np.asarray(ads.load_uschange(), dtype=np.float64)[0]
+    if name == "shampoo_sales":
+        return np.asarray(ads.load_shampoo_sales(), dtype=np.float64).ravel()
+    if name == "PBS":
+        return np.asarray(ads.load_PBS_dataset(), dtype=np.float64).ravel()
     raise ValueError(f"unknown aeon series {name!r}")
 
 

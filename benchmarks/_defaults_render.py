@@ -22,6 +22,8 @@ log-likelihood); **loss**: worse.
 The data sets were split into a **dev** part (defaults may be chosen on it) and a
 **held-out** part (only reported) before any result was seen; the assignment is the
 `DATASETS` table of `benchmarks/defaults.py`, which also holds the protocol of every row.
+Rows may join the dev part later (the forecasting rows after airline, bundled series that
+probe where the forecaster's defaults generalise); the held-out part never grows.
 Times are wall-clock seconds of the `fit` call (for NDP, fit plus `sample_posterior` summed
 over the tasks) on a shared, loaded machine: compare them within a run, not across machines.
 

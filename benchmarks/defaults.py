@@ -257,6 +257,19 @@ DATASETS = (
     _series("statsmodels", "macrodata", 16, 4, 4, "dev", column="realgdp", growth=True),
     _series("statsmodels", "macrodata", 16, 4, 4, "dev", column="m1", growth=True),
     _series("aeon", "airline", 36, 12, 12, "dev", quick=True),
+    # the other bundled quarterly and monthly series: trending levels, growth rates and
+    # random-walk-like rates, where the forecaster's skip extrapolates worst
+    *(_series("statsmodels", "macrodata", 16, 4, 4, "dev", column=c)
+      for c in ("realgdp", "realcons", "realinv", "realgovt", "realdpi", "m1", "pop",
+                "realint")),
+    *(_series("statsmodels", "macrodata", 16, 4, 4, "dev", column=c, growth=True)
+      for c in ("realcons", "realinv", "realgovt", "realdpi", "pop")),
+    *(_series("statsmodels", "danish_data", 12, 4, 4, "dev", column=c)
+      for c in ("lrm", "lry", "lpy", "ibo", "ide")),
+    *(_series("statsmodels", "interest_inflation", 16, 4, 4, "dev", column=c)
+      for c in ("Dp", "R")),
+    _series("aeon", "shampoo_sales", 12, 3, 12, "dev"),
+    _series("aeon", "PBS", 24, 6, 12, "dev"),
     _series("statsmodels", "elnino", 48, 12, 12, "heldout"),
     _series("statsmodels", "nile", 20, 5, 1, "heldout", column="volume"),
     _series("statsmodels", "macrodata", 16, 4, 4, "heldout", column="unemp"),
