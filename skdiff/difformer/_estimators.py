@@ -44,7 +44,6 @@ from ._data import (
     GraphInputs,
     Partitions,
     Reshuffle,
-    _column_scale,
     rows_fingerprint,
     streamed_forward,
     streams,
@@ -80,17 +79,6 @@ def _beside(F, S, scale):
     if sp.issparse(F):
         return sp.hstack([F, S @ sp.diags(1.0 / scale)], format="csr")
     return np.hstack([F, S / scale])
-
-
-def _column_std(F):
-    """Standard deviation of every column of ``F`` (dense, in row chunks, or sparse), 1 for
-    a constant column."""
-    if not sp.issparse(F):
-        return _column_scale(F)[1]
-    from sklearn.utils.sparsefuncs import mean_variance_axis
-
-    std = np.sqrt(mean_variance_axis(sp.csr_matrix(F, dtype=np.float64), axis=0)[1])
-    return np.where(std > 0, std, 1.0)
 
 
 #: Training steps over more rows than this use per-layer gradient checkpointing.
@@ -1184,8 +1172,9 @@ class DIFFormerRegressor(RegressorTask, _DIFFormerBase):
     def _gaussian_mc(self):
         # the Gaussian head under Monte Carlo dropout: with few labelled rows the variance
         # fitted to them understates the errors elsewhere, and the spread of the passes adds
-        # what the network does not know there; a network without dropout has one pass
-        return self._dropout_used != 0
+        # what the network does not know there; a network without dropout has one pass, and
+        # so does the linear_fallback ridge (no dropout: its passes would all be equal)
+        return self._dropout_used != 0 and self.__dict__.get("network_used_", True)
 
     def _resolved_dropout(self, inputs, rows):
         dropout = super()._resolved_dropout(inputs, rows)
@@ -1275,10 +1264,11 @@ class DIFFormerRegressor(RegressorTask, _DIFFormerBase):
             return outputs
         k = self.n_outputs_
         targets = data.targets.reshape(len(data.targets), k)
-        # features mode: row i is sample i
-        features = self._graph_ridge_features(data.inputs, targets, data.weights, train) \
-            if data.inputs.has_graph else data.inputs.scaled_features()
-        ridge = self._fit_ridge(features, targets, data.weights, train)
+        if data.inputs.has_graph:
+            features, ridge = self._graph_ridge(data.inputs, targets, data.weights, train)
+        else:
+            features = data.inputs.scaled_features()  # features mode: row i is sample i
+            ridge = self._fit_ridge(features, targets, data.weights, train)
         w = data.weights[valid] / data.weights[valid].sum()
         err_net = ((outputs[valid, :k] - targets[valid]) ** 2).mean(1)
         err_ridge = ((ridge.predict(features[valid]).reshape(-1, k) - targets[valid]) ** 2
@@ -1310,8 +1300,9 @@ class DIFFormerRegressor(RegressorTask, _DIFFormerBase):
         return _beside(F, smoothed_features(inputs.adjacency, F) if inputs.has_graph else F,
                        scale)
 
-    def _graph_ridge_features(self, inputs, targets, weights, rows):
-        """The fallback's features of a fit with a graph, setting ``_fallback_graph_scale``.
+    def _graph_ridge(self, inputs, targets, weights, rows):
+        """The fallback's features of a fit with a graph and its ridge fitted to ``rows``,
+        setting ``_fallback_graph_scale``.
 
         Averaging shrinks the columns' spread, so with one penalty for both blocks the ridge
         shrinks the averages' weights more than the features'. Which suits the graph
@@ -1321,13 +1312,14 @@ class DIFFormerRegressor(RegressorTask, _DIFFormerBase):
         F = inputs.scaled_features()
         S = smoothed_features(inputs.adjacency, F)
         best = None
-        for scale in (np.ones(S.shape[1]), _column_std(S)):
+        # the columns' standard deviations, as feature_scaling="standard" measures them
+        for scale in (np.ones(S.shape[1]), FeatureScaling("standard").fit(S).scale_):
             Z = _beside(F, S, scale)
-            loo = self._fit_ridge(Z, targets, weights, rows).loo_mse_.mean()
-            if best is None or loo < best[0]:
-                best = (loo, scale, Z)
-        self._fallback_graph_scale = best[1]
-        return best[2]
+            ridge = self._fit_ridge(Z, targets, weights, rows)
+            if best is None or ridge.loo_mse_.mean() < best[0]:
+                best = (ridge.loo_mse_.mean(), scale, Z, ridge)
+        _, self._fallback_graph_scale, features, ridge = best
+        return features, ridge
 
     @staticmethod
     def _fit_ridge(features, targets, weights, rows):

@@ -171,7 +171,8 @@ def graph_task():
     return X, A, y, labelled
 
 
-def test_on_a_graph_the_ridge_reads_the_features_and_their_graph_average(graph_task):
+def test_on_a_graph_the_ridge_reads_the_features_and_their_graph_average(graph_task,
+                                                                          monkeypatch):
     """With an adjacency the fallback ridge reads the scaled features and their 2-hop SGC
     average beside them: the linear model of the nodes of a graph. Where
     the network does not beat it, that ridge predicts the unlabelled nodes (better than the
@@ -203,6 +204,15 @@ def test_on_a_graph_the_ridge_reads_the_features_and_their_graph_average(graph_t
     isolated = ref.predict(np.hstack([F[:5], F[:5] / scale])) * reg.y_scale_[0] \
         + reg.y_mean_[0]
     np.testing.assert_allclose(reg.predict(X[:5]), isolated, rtol=1e-4, atol=1e-4)
+    # the ridge has no dropout: one pass per prediction, not one per Monte Carlo draw
+    import skdiff.difformer._estimators as est_module
+
+    calls = []
+    monkeypatch.setattr(est_module, "smoothed_features",
+                        lambda *a: calls.append(1) or smoothed_features(*a))
+    reg.predict(X, adjacency=A, return_std=True)
+    reg.sample_posterior(X, 50, adjacency=A, random_state=0)
+    assert len(calls) == 3  # predict's mean and std, sample_posterior's moments
     scored = ~labelled
     plain = RidgeCV(alphas=list(FALLBACK_ALPHAS)).fit(F[labelled], y[labelled])
     assert _mse(y[scored], reg.transduction_[scored]) < 0.8 * _mse(
