@@ -32,25 +32,14 @@ import argparse
 import time
 
 import numpy as np
-import scipy.sparse as sp
 import torch
+from _defaults_tasks import sgc_features
 from _results import add_run_arguments, header, write_json
 from sklearn.linear_model import RidgeCV
 from sklearn.metrics import r2_score
 
 from skdiff import DIFFormerRegressor
 from skdiff.datasets import make_graph_signal
-
-
-def propagated(X, A, hops=2):
-    """SGC features: the normalised adjacency with self loops applied ``hops`` times."""
-    A = A + sp.eye(A.shape[0])
-    d = np.asarray(A.sum(1)).ravel() ** -0.5
-    S = sp.diags(d) @ A @ sp.diags(d)
-    for _ in range(hops):
-        X = S @ X
-    return X
-
 
 #: First graph seed of ``--task csbm``.
 CSBM_SEED = 11
@@ -87,7 +76,7 @@ def run(X, y, A, lab, seed):
         reg = DIFFormerRegressor(random_state=seed, **kw).fit(X, y_semi, adjacency=A)
         out[name] = scored(reg.transduction_[~lab], t0) + (bool(reg.network_used_),)
     alphas = np.logspace(-3, 3, 13)
-    for name, F in (("ridge", X), ("ridge_2hop", propagated(X, A))):
+    for name, F in (("ridge", X), ("ridge_2hop", sgc_features(X, A))):
         t0 = time.perf_counter()
         out[name] = scored(RidgeCV(alphas=alphas).fit(F[lab], y[lab]).predict(F[~lab]), t0)
     return out
