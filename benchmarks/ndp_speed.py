@@ -19,6 +19,14 @@ Run::
     python benchmarks/ndp_speed.py --dims 1 2 3 --n-tasks 3 --n-tasks-ddpm 1
     python benchmarks/ndp_speed.py --threads 2 --dims 1 2 3 --skip-ddpm   # two threads
     python benchmarks/ndp_speed.py --n-samples 32 --skip-ddpm             # a smaller batch
+    python benchmarks/ndp_speed.py --dims 2 --paired-attention 3 --threads 1 \
+        --json ndp_attention_paired.json   # the attention across dimensions, both paths
+
+With ``--paired-attention N`` only that comparison runs: at D = 2 the network computes the
+attention across the two input dimensions of a point in closed form
+(``skdiff.nn.ndp._TWO_KEY_PATH``); the same ``predict(X, return_std=True)`` is timed with
+that path and with ``scaled_dot_product_attention`` (the flag off), alternating, N times
+each in one process, so that both see the same load of the machine.
 """
 
 from __future__ import annotations
@@ -33,6 +41,7 @@ from ndp_interpolation import gp_metrics, gp_sampled_metrics, sk_kernel
 from ndp_sampler_network import sampler_path
 from sklearn.gaussian_process import GaussianProcessRegressor
 
+import skdiff.nn.ndp
 from skdiff import NDPRegressor
 from skdiff.datasets import make_gp_functions
 from skdiff.diffusion import n_evaluations
@@ -74,6 +83,42 @@ def run(est, tasks, time_predict=True):
     return fit_s, pred_s, cpu_s, lls, mses
 
 
+def paired_attention(d, n_repeats, args):
+    """CPU seconds of ``predict(X, return_std=True)`` on one task of dimension ``d``, with the
+    closed-form attention across two dimensions and with the kernel, alternating
+    ``n_repeats`` times, and the largest differences between the two paths' means and
+    standard deviations."""
+    data = make_gp_functions(1, 60, d, kernel="se", lengthscale=0.25 * np.sqrt(d),
+                             random_state=1)
+    X, y = data.X[0], data.y[0]
+    est = NDPRegressor(prior=args.prior, x_bounds=[(-2, 2)] * d, x_scaling="box", alpha=0.0,
+                       normalize_y=False, n_samples=args.n_samples,
+                       random_state=0).fit(X[:10], y[:10])
+    seconds, outputs = {"closed_form": [], "kernel": []}, {}
+    try:
+        for _ in range(n_repeats):
+            for path, flag in (("kernel", False), ("closed_form", True)):
+                skdiff.nn.ndp._TWO_KEY_PATH = flag
+                c0 = time.process_time()
+                outputs[path] = est.predict(X[10:], return_std=True)
+                seconds[path].append(time.process_time() - c0)
+    finally:
+        skdiff.nn.ndp._TWO_KEY_PATH = True
+    (m_b, s_b), (m_k, s_k) = outputs["closed_form"], outputs["kernel"]
+    row = {"n_dims": d, "cpu_seconds_closed_form": seconds["closed_form"],
+           "cpu_seconds_kernel": seconds["kernel"],
+           "ratio": float(np.mean(seconds["closed_form"]) / np.mean(seconds["kernel"])),
+           "max_mean_difference": float(np.abs(m_b - m_k).max()),
+           "max_std_difference": float(np.abs(s_b - s_k).max())}
+    print(f"D={d} predict CPU s: closed form "
+          + " ".join(f"{v:.2f}" for v in seconds["closed_form"])
+          + " | kernel " + " ".join(f"{v:.2f}" for v in seconds["kernel"])
+          + f" | ratio {row['ratio']:.3f} | largest difference of means "
+          f"{row['max_mean_difference']:.1e}, of stds {row['max_std_difference']:.1e}",
+          flush=True)
+    return row
+
+
 def main(argv=None):
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("--n-tasks", type=int, default=3)
@@ -84,10 +129,19 @@ def main(argv=None):
                    help="input dimensions D of the tasks (the paper's sampler: D = 1 only)")
     p.add_argument("--n-samples", type=int, default=64,
                    help="Monte Carlo samples behind predict (the estimator's n_samples)")
+    p.add_argument("--paired-attention", type=int, default=0, metavar="N",
+                   help="only time the attention across two dimensions, closed form against "
+                        "the kernel, alternating N times (D = 2)")
     p.add_argument("--json", default=None, help="write the rows here")
     add_runtime_args(p)
     args = p.parse_args(argv)
     apply_runtime_args(args)
+    if args.paired_attention:
+        rows = [paired_attention(d, args.paired_attention, args) for d in args.dims if d == 2]
+        if args.json:
+            write_json(args.json, {"args": vars(args), "n_context": 10, "n_targets": 50,
+                                   "n_samples": args.n_samples, "attention_paired": rows})
+        return
     print(f"torch threads: {torch.get_num_threads()}, tasks: {args.n_tasks}, "
           f"50 targets, 10 context points, {args.n_samples} samples")
     rows, ceilings = [], {}

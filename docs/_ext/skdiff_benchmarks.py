@@ -303,6 +303,15 @@ def _ndp_speed(doc):
             "CPU s", "log-lik per point", "MSE"], rows
 
 
+def _ndp_attention_paired(doc):
+    return ["D", "closed form, CPU s", "scaled_dot_product_attention, CPU s", "ratio",
+            "largest difference of means", "of stds"], [
+        [str(r["n_dims"]), " ".join(f"{v:.1f}" for v in r["cpu_seconds_closed_form"]),
+         " ".join(f"{v:.1f}" for v in r["cpu_seconds_kernel"]), f"{r['ratio']:.2f}",
+         f"{r['max_mean_difference']:.0e}", f"{r['max_std_difference']:.0e}"]
+        for r in doc["attention_paired"]]
+
+
 def _ndp_sampler_network(doc):
     res = doc["results"]
     ref = doc["args"].get("reference", "ddpm500-U5")
@@ -729,6 +738,22 @@ CLAIMS = {
         "rows: [{sampler, n_dims, evaluations, n_tasks, seconds, cpu_seconds, loglik, mse}], "
         "exact_gp: [{n_dims, n_tasks, loglik, mse, loglik_sampled, mse_sampled}]",
         _ndp_speed),
+    "ndp_attention_paired": Claim(
+        "Attention across two input dimensions", "At D = 2 every block attends across the "
+        "two input dimensions of each point: a softmax over two scores, which the network "
+        "computes in closed form (a logistic function of their difference) rather than "
+        "through scaled_dot_product_attention. The same predict(X, return_std=True) on one "
+        "task of the speed table's kind (an SE draw at D = 2, 10 context points, 50 "
+        "targets, 64 samples), timed with either path, alternating three times in one "
+        "process (one torch thread, the process's CPU seconds), and the largest "
+        "differences between the two paths' predictions.",
+        "ndp_attention_paired.json",
+        "python benchmarks/ndp_speed.py --dims 2 --paired-attention 3 --threads 1 "
+        "--json benchmarks/results/ndp_attention_paired.json",
+        "not in the paper (an implementation detail of the network's attention).",
+        "attention_paired: [{n_dims, cpu_seconds_closed_form, cpu_seconds_kernel, ratio, "
+        "max_mean_difference, max_std_difference}]",
+        _ndp_attention_paired),
     "ndp_function_prior": Claim(
         "A prior learned from your own curves: ETTh1 daily profiles", "Every day and column "
         "of ETTh1 is a curve, hour of the day -> value (columns standardised on the training "

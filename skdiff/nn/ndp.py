@@ -35,6 +35,12 @@ def timestep_embedding(t: torch.Tensor, dim: int, max_positions: int = 10_000) -
     return emb
 
 
+#: Whether :class:`_MultiHeadAttention` computes the attention over two keys (across the
+#: input dimensions at D = 2) in closed form rather than with ``scaled_dot_product_attention``
+#: (the same result; ``benchmarks/ndp_speed.py --paired-attention`` times both).
+_TWO_KEY_PATH = True
+
+
 class _MultiHeadAttention(nn.Module):
     r"""Multi-head self-attention from width ``in_dim`` to width ``out_dim`` (official layout).
 
@@ -68,6 +74,8 @@ class _MultiHeadAttention(nn.Module):
             weight = self.out.weight @ w_v
             bias = torch.addmv(self.out.bias, self.out.weight, b_v)
             return F.linear(s, weight, bias)
+        if seq == 2 and key_mask is None and _TWO_KEY_PATH:
+            return self.out(self._two_key_attention(self.qkv(s)))
         q, k, v = self.qkv(s).chunk(3, dim=-1)  # each [batch, seq, 2h]
         # [batch, seq, (k dk)] -> [batch, k, seq, dk]
         q, k, v = (z.view(bsz, seq, self.n_heads, -1).transpose(1, 2) for z in (q, k, v))
@@ -75,6 +83,23 @@ class _MultiHeadAttention(nn.Module):
         o = F.scaled_dot_product_attention(q, k, v, attn_mask=mask)  # [batch, k, seq, dk]
         o = o.transpose(1, 2).reshape(bsz, seq, -1)  # [batch, seq, 2h]
         return self.out(o)
+
+    def _two_key_attention(self, qkv: torch.Tensor) -> torch.Tensor:
+        """The heads' attention over two keys (the input dimensions of a point at D = 2), from
+        the fused projections ``qkv`` [batch, 2, 3 (k dk)] to [batch, 2, (k dk)].
+
+        The softmax over two scores is a logistic function of their difference, so the same
+        attention as the kernel of the general path is a few elementwise products in the
+        projections' own layout. ``scaled_dot_product_attention`` runs batched products over
+        thousands of 2 x 2 score matrices there, which on the CPU cost more than their
+        arithmetic (about a third of a D = 2 forward of the default model).
+        """
+        bsz, seq, width = qkv.shape
+        q, k, v = qkv.view(bsz, seq, 3, self.n_heads, -1).unbind(2)  # each [batch, 2, k, dk]
+        # softmax over keys 0 and 1 = (1 - w, w), w = sigmoid(q . (k_1 - k_0) / sqrt(dk))
+        w = torch.sigmoid((q * (k[:, 1] - k[:, 0])[:, None]).sum(-1) * q.shape[-1] ** -0.5)
+        o = v[:, :1] + w[..., None] * (v[:, 1] - v[:, 0])[:, None]  # [batch, 2, k, dk]
+        return o.reshape(bsz, seq, width // 3)
 
 
 class BiDimensionalAttentionBlock(nn.Module):

@@ -64,6 +64,32 @@ def test_single_key_attention_equals_dense_attention():
     assert att(s).abs().max() > 1e-2
 
 
+@pytest.mark.parametrize("seq", [2, 3, 5])
+def test_attention_equals_the_kernel(seq):
+    # Over two keys (the input dimensions of a point at D = 2) the attention is computed in
+    # closed form, a logistic function of the score difference; longer sequences run
+    # scaled_dot_product_attention. Reference: the kernel on the heads of the same
+    # projections. The gradients must agree as well (priors train through it).
+    torch.manual_seed(0)
+    att = NDPNoiseModel(hidden_dim=16, n_layers=1, n_heads=4).blocks[0].attention_d
+    s = torch.randn(7, seq, 16, requires_grad=True)
+    q, k, v = att.qkv(s).chunk(3, dim=-1)
+    heads = lambda z: z.view(7, seq, 4, -1).transpose(1, 2)  # noqa: E731
+    kernel = torch.nn.functional.scaled_dot_product_attention(heads(q), heads(k), heads(v))
+    reference = att.out(kernel.transpose(1, 2).reshape(7, seq, -1))
+    out = att(s)
+    torch.testing.assert_close(out, reference, atol=1e-6, rtol=1e-5)
+    weights = torch.randn_like(out)
+    grads = torch.autograd.grad((out * weights).sum(), [s, *att.parameters()])
+    ref_grads = torch.autograd.grad((reference * weights).sum(), [s, *att.parameters()])
+    for g, r in zip(grads, ref_grads):
+        torch.testing.assert_close(g, r, atol=1e-5, rtol=1e-4)
+    # the keys matter: another second key changes the output of the first point
+    s2 = s.detach().clone()
+    s2[:, 1] += 1.0
+    assert (att(s2)[:, 0] - out[:, 0]).abs().max() > 1e-3
+
+
 def test_invariance_over_input_dimension_order():
     m = _trained_like(hidden_dim=16, n_layers=2, n_heads=4)
     x, y, t = _inputs(d=3)
