@@ -79,12 +79,12 @@ def test_a_failed_refit_leaves_the_fitted_estimator_as_it_was(series, graph):
     # a refit whose labels fail keeps the previous classes and network
     Xg, yg, A = graph
     clf = DIFFormerClassifier(**DIF).fit(Xg, yg, adjacency=A)
-    before, proba = _state(clf), clf.predict_proba(Xg)
+    before, proba = _state(clf), clf.predict_proba(Xg, adjacency=A)
     with pytest.raises(ValueError, match="only one class"):
         clf.fit(Xg, np.array(["u" if i < 5 else -1 for i in range(120)], dtype=object))
     _same_state(before, _state(clf))
     assert clf.classes_.tolist() == [0, 1, 2]
-    np.testing.assert_array_equal(clf.predict_proba(Xg), proba)
+    np.testing.assert_array_equal(clf.predict_proba(Xg, adjacency=A), proba)
 
 
 def test_a_failed_warm_start_restores_the_network_it_was_training(series):
