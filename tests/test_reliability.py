@@ -186,13 +186,14 @@ def test_predictions_follow_the_units_of_x_and_y(series, graph, factor):
     Xg, yg, A = graph
     clf = DIFFormerClassifier(**DIF).fit(Xg, yg, adjacency=A)
     np.testing.assert_allclose(
-        DIFFormerClassifier(**DIF).fit(Xg * factor, yg, adjacency=A).predict_proba(Xg * factor),
-        clf.predict_proba(Xg), atol=1e-4)
+        DIFFormerClassifier(**DIF).fit(Xg * factor, yg, adjacency=A).predict_proba(
+            Xg * factor, adjacency=A), clf.predict_proba(Xg, adjacency=A), atol=1e-4)
     Xs, ys, As = make_graph_signal(100, random_state=0)
     dreg = DIFFormerRegressor(**DIF).fit(Xs, ys, adjacency=As)
     np.testing.assert_allclose(
         DIFFormerRegressor(**DIF).fit(Xs * factor, ys * factor, adjacency=As).predict(
-            Xs * factor), dreg.predict(Xs) * factor, rtol=1e-3, atol=1e-3 * factor)
+            Xs * factor, adjacency=As), dreg.predict(Xs, adjacency=As) * factor, rtol=1e-3,
+        atol=1e-3 * factor)
 
 
 def test_ndp_follows_the_units_of_y_and_refuses_what_it_cannot_use():

@@ -51,11 +51,12 @@ def test_zero_weight_equals_unlabelled_and_weights_count(field):
     w[::3] = 0.0
     a = DIFFormerRegressor(**kw).fit(X, y_nan, adjacency=A)
     b = DIFFormerRegressor(**kw).fit(X, y, adjacency=A, sample_weight=w)
-    np.testing.assert_allclose(a.predict(X), b.predict(X), rtol=1e-6, atol=1e-6)
+    np.testing.assert_allclose(a.predict(X, adjacency=A), b.predict(X, adjacency=A), rtol=1e-6,
+                               atol=1e-6)
     # a weight of 2 is not a weight of 1: the loss is a weighted mean
     c = DIFFormerRegressor(**kw).fit(X, y, adjacency=A, sample_weight=1 + (np.arange(300) < 50))
-    assert not np.allclose(c.predict(X), DIFFormerRegressor(**kw).fit(X, y, adjacency=A)
-                           .predict(X))
+    assert not np.allclose(c.predict(X, adjacency=A), DIFFormerRegressor(**kw).fit(
+        X, y, adjacency=A).predict(X, adjacency=A))
 
 
 def test_inductive_predict_is_independent_of_batching(field):

@@ -167,4 +167,5 @@ def test_memory_mapped_features_are_not_copied(planted_graph, tmp_path):
     clf = DIFFormerClassifier(**params).fit(F, y_semi, adjacency=A)
     assert np.shares_memory(clf._inputs(F, A, None, reset=False).features, F)
     ref = DIFFormerClassifier(**params).fit(X, y_semi, adjacency=A)
-    np.testing.assert_array_equal(clf.predict_proba(F), ref.predict_proba(X))
+    np.testing.assert_array_equal(clf.predict_proba(F, adjacency=A),
+                                  ref.predict_proba(X, adjacency=A))
