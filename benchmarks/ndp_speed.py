@@ -19,14 +19,15 @@ Run::
     python benchmarks/ndp_speed.py --dims 1 2 3 --n-tasks 3 --n-tasks-ddpm 1
     python benchmarks/ndp_speed.py --threads 2 --dims 1 2 3 --skip-ddpm   # two threads
     python benchmarks/ndp_speed.py --n-samples 32 --skip-ddpm             # a smaller batch
-    python benchmarks/ndp_speed.py --dims 2 --paired-attention 3 --threads 1 \
+    python benchmarks/ndp_speed.py --dims 1 2 --paired-attention 3 --threads 1 \
         --json ndp_attention_paired.json   # the attention across dimensions, both paths
 
-With ``--paired-attention N`` only that comparison runs: at D = 2 the network computes the
-attention across the two input dimensions of a point in closed form
-(``skdiff.nn.ndp._TWO_KEY_PATH``); the same ``predict(X, return_std=True)`` is timed with
-that path and with ``scaled_dot_product_attention`` (the flag off), alternating, N times
-each in one process, so that both see the same load of the machine.
+With ``--paired-attention N`` only that comparison runs: at D = 1 and D = 2 the network
+computes the attention across the input dimensions of a point in closed form
+(``skdiff.nn.ndp._SHORT_PATHS``: over one key an affine map, over two a logistic function);
+the same ``predict(X, return_std=True)`` is timed with those paths and with
+``scaled_dot_product_attention`` (the flag off), alternating, N times each in one process,
+so that both see the same load of the machine.
 """
 
 from __future__ import annotations
@@ -85,7 +86,7 @@ def run(est, tasks, time_predict=True):
 
 def paired_attention(d, n_repeats, args):
     """CPU seconds of ``predict(X, return_std=True)`` on one task of dimension ``d``, with the
-    closed-form attention across two dimensions and with the kernel, alternating
+    closed-form attention across its one or two dimensions and with the kernel, alternating
     ``n_repeats`` times, and the largest differences between the two paths' means and
     standard deviations."""
     data = make_gp_functions(1, 60, d, kernel="se", lengthscale=0.25 * np.sqrt(d),
@@ -98,12 +99,12 @@ def paired_attention(d, n_repeats, args):
     try:
         for _ in range(n_repeats):
             for path, flag in (("kernel", False), ("closed_form", True)):
-                skdiff.nn.ndp._TWO_KEY_PATH = flag
+                skdiff.nn.ndp._SHORT_PATHS = flag
                 c0 = time.process_time()
                 outputs[path] = est.predict(X[10:], return_std=True)
                 seconds[path].append(time.process_time() - c0)
     finally:
-        skdiff.nn.ndp._TWO_KEY_PATH = True
+        skdiff.nn.ndp._SHORT_PATHS = True
     (m_b, s_b), (m_k, s_k) = outputs["closed_form"], outputs["kernel"]
     row = {"n_dims": d, "cpu_seconds_closed_form": seconds["closed_form"],
            "cpu_seconds_kernel": seconds["kernel"],
@@ -130,14 +131,14 @@ def main(argv=None):
     p.add_argument("--n-samples", type=int, default=64,
                    help="Monte Carlo samples behind predict (the estimator's n_samples)")
     p.add_argument("--paired-attention", type=int, default=0, metavar="N",
-                   help="only time the attention across two dimensions, closed form against "
-                        "the kernel, alternating N times (D = 2)")
+                   help="only time the attention across one or two dimensions, closed form "
+                        "against the kernel, alternating N times (D = 1 and 2)")
     p.add_argument("--json", default=None, help="write the rows here")
     add_runtime_args(p)
     args = p.parse_args(argv)
     apply_runtime_args(args)
     if args.paired_attention:
-        rows = [paired_attention(d, args.paired_attention, args) for d in args.dims if d == 2]
+        rows = [paired_attention(d, args.paired_attention, args) for d in args.dims if d <= 2]
         if args.json:
             write_json(args.json, {"args": vars(args), "n_context": 10, "n_targets": 50,
                                    "n_samples": args.n_samples, "attention_paired": rows})

@@ -739,16 +739,18 @@ CLAIMS = {
         "exact_gp: [{n_dims, n_tasks, loglik, mse, loglik_sampled, mse_sampled}]",
         _ndp_speed),
     "ndp_attention_paired": Claim(
-        "Attention across two input dimensions", "At D = 2 every block attends across the "
-        "two input dimensions of each point: a softmax over two scores, which the network "
-        "computes in closed form (a logistic function of their difference) rather than "
-        "through scaled_dot_product_attention. The same predict(X, return_std=True) on one "
-        "task of the speed table's kind (an SE draw at D = 2, 10 context points, 50 "
-        "targets, 64 samples), timed with either path, alternating three times in one "
-        "process (one torch thread, the process's CPU seconds), and the largest "
-        "differences between the two paths' predictions.",
+        "Attention across one or two input dimensions", "Every block attends across the "
+        "input dimensions of each point. At D = 1 that is a softmax over one score, which is "
+        "1, so the network applies the layer as one affine map (the value and output "
+        "projections composed); at D = 2 a softmax over two scores, which it computes in "
+        "closed form (a logistic function of their difference). The same predict(X, "
+        "return_std=True) on one task of the speed table's kind (an SE draw, 10 context "
+        "points, 50 targets, 64 samples), timed with these paths and with "
+        "scaled_dot_product_attention, alternating three times in one process (one torch "
+        "thread, the process's CPU seconds), and the largest differences between the two "
+        "paths' predictions.",
         "ndp_attention_paired.json",
-        "python benchmarks/ndp_speed.py --dims 2 --paired-attention 3 --threads 1 "
+        "python benchmarks/ndp_speed.py --dims 1 2 --paired-attention 3 --threads 1 "
         "--json benchmarks/results/ndp_attention_paired.json",
         "not in the paper (an implementation detail of the network's attention).",
         "attention_paired: [{n_dims, cpu_seconds_closed_form, cpu_seconds_kernel, ratio, "

@@ -35,10 +35,11 @@ def timestep_embedding(t: torch.Tensor, dim: int, max_positions: int = 10_000) -
     return emb
 
 
-#: Whether :class:`_MultiHeadAttention` computes the attention over two keys (across the
-#: input dimensions at D = 2) in closed form rather than with ``scaled_dot_product_attention``
-#: (the same result; ``benchmarks/ndp_speed.py --paired-attention`` times both).
-_TWO_KEY_PATH = True
+#: Whether :class:`_MultiHeadAttention` computes the attention over one key and over two keys
+#: (across the input dimensions at D = 1 and D = 2) in closed form rather than with
+#: ``scaled_dot_product_attention`` (the same result; ``benchmarks/ndp_speed.py
+#: --paired-attention`` times both).
+_SHORT_PATHS = True
 
 
 class _MultiHeadAttention(nn.Module):
@@ -64,7 +65,7 @@ class _MultiHeadAttention(nn.Module):
     def forward(self, s: torch.Tensor, key_mask: torch.Tensor | None = None) -> torch.Tensor:
         # s: [batch, seq, h]; key_mask: [batch, seq] bool, True = key takes part.
         bsz, seq, _ = s.shape
-        if seq == 1:
+        if seq == 1 and _SHORT_PATHS:
             # softmax over a single key is exactly 1, so the output is the value projected:
             # W_o (W_v s + b_v) + b_o, one affine map. Composing the two weights first skips the
             # attention kernel, the query and key projections and one matrix product per point
@@ -74,7 +75,7 @@ class _MultiHeadAttention(nn.Module):
             weight = self.out.weight @ w_v
             bias = torch.addmv(self.out.bias, self.out.weight, b_v)
             return F.linear(s, weight, bias)
-        if seq == 2 and key_mask is None and _TWO_KEY_PATH:
+        if seq == 2 and key_mask is None and _SHORT_PATHS:
             return self.out(self._two_key_attention(self.qkv(s)))
         q, k, v = self.qkv(s).chunk(3, dim=-1)  # each [batch, seq, 2h]
         # [batch, seq, (k dk)] -> [batch, k, seq, dk]
