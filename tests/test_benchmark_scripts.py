@@ -6,6 +6,8 @@ import json
 import sys
 from pathlib import Path
 
+import pytest
+
 ROOT = Path(__file__).resolve().parents[1]
 
 
@@ -67,6 +69,33 @@ def test_bayes_opt_benchmark_functions_have_their_stated_minima(monkeypatch):
         axes = [np.linspace(lo, hi, 101) for lo, hi in bounds]
         grid = np.stack(np.meshgrid(*axes), -1).reshape(-1, len(bounds))
         assert f(grid).min() >= f_min - 1e-6, name
+
+
+@pytest.mark.filterwarnings("ignore::sklearn.exceptions.ConvergenceWarning")
+def test_bayes_opt_picks_records_the_candidate_thompson_sampling_evaluates(monkeypatch):
+    """``bayes_opt_picks.py`` reads each pick from the samples its recording model returned:
+    the candidate it ranks lowest must be the point ``thompson_sampling`` evaluated next, and
+    its true rank and gap are measured against all candidates."""
+    import numpy as np
+
+    monkeypatch.syspath_prepend(str(ROOT / "benchmarks"))
+    picks = _load("bayes_opt_picks_under_test", ROOT / "benchmarks" / "bayes_opt_picks.py")
+    from skdiff.bayes_opt import hartmann3, thompson_sampling
+
+    bounds = [(0.0, 1.0)] * 3
+    gpr = picks.bo_gpr(bounds)
+    res = thompson_sampling(hartmann3, bounds, model=picks._Recording(gpr, "t"), n_iter=4,
+                            n_candidates=64, random_state=0, y_transform=None)
+    record = picks._RECORDS.pop("t")
+    assert len(record) == 4
+    for i, (cand, f) in enumerate(record):
+        assert cand.shape == (64, 3) and f.shape == (64, 1)
+        np.testing.assert_array_equal(cand[np.argmin(f[:, 0])], res.X[3 + i])
+    out = picks.picks("gpr", gpr, hartmann3, bounds, -3.86278, [0], 4, {"y_transform": None})
+    assert len(out["rank"][0]) == 4 and min(out["rank"][0]) >= 0
+    assert max(out["rank"][0]) <= 63 and min(out["gap"][0]) >= 0
+    # the same run as above: same candidates, same picks, same regret
+    np.testing.assert_allclose(out["regret"][0], res.best_so_far + 3.86278)
 
 
 def test_defaults_page_notes_stay_on_one_table_line():
