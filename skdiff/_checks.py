@@ -244,12 +244,16 @@ def warn_if_marker_looks_like_a_class(y, unlabelled_mask, unlabelled, stacklevel
 
     Semi-supervised data usually marks *many* rows; a label set such as ``{-1, 1}`` or
     ``{-1, 0, 1}`` in which the marked rows are about as frequent as the classes is more
-    likely a genuine class ``-1``.
+    likely a genuine class ``-1``. String classes beside a numeric marker
+    (``["a", -1, "b"]``) draw no warning: the marker cannot be one of them.
     """
     n_marked = int(unlabelled_mask.sum())
     if n_marked == 0 or n_marked == unlabelled_mask.size:
         return
-    _, counts = np.unique(y[~unlabelled_mask], return_counts=True)
+    labelled = y[~unlabelled_mask]
+    if labelled.dtype.kind == "O" and all(isinstance(v, str) for v in labelled):
+        return
+    _, counts = np.unique(labelled, return_counts=True)
     if counts.size <= 3 and n_marked <= 2 * counts.max():
         warnings.warn(
             f"{n_marked} rows have the label {unlabelled!r}, which marks unlabelled rows "

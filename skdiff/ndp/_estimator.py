@@ -540,7 +540,8 @@ class NDPRegressor(RegressorMixin, EstimatorBase):
         spread = X.max(0) - X.min(0)
         if n < 3 or np.any(spread <= 0) or np.ptp(y) <= 0:
             return None
-        y_loc, y_scale = float(np.mean(y)), float(np.std(y))
+        loc, scale = fit_scale(y[:, None], name="y")  # squares cannot overflow
+        y_loc, y_scale = float(loc[0]), float(scale[0])
         z = (y - y_loc) / y_scale
         gpr = self._gp_fit(X / spread, z, d if ard else 1)
         lengthscales = np.asarray(gpr.kernel_.k1.k2.length_scale, dtype=np.float64) * spread
