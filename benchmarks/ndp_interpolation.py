@@ -118,6 +118,9 @@ def prior_bayes_posterior(config, Xc, yc, Xt, n_lengthscales=32):
     The components are the prior's kernels times ``n_lengthscales`` equally weighted
     quantiles of its lengthscale distribution. Returns the normalised weights (K,), means
     (K, T) and covariances (K, T, T)."""
+    if config.anisotropic:
+        raise ValueError("prior_bayes_posterior mixes isotropic GPs: it does not describe a "
+                         "prior trained with anisotropic=True.")
     lengths = config.lengthscale_quantiles(n_lengthscales)
     noise, var = config.noise, config.variance
     means, covs, log_ml = [], [], []

@@ -119,6 +119,11 @@ def main(argv=None):
                    help="observation-noise variance of the training functions (default: the "
                         "prior's, 0.0025), e.g. 1e-4 for a prior of nearly noiseless "
                         "objectives")
+    p.add_argument("--anisotropic", action="store_true",
+                   help="draw each input dimension's lengthscale independently (an ARD "
+                        "kernel) instead of one per function; the weights then differ from "
+                        "the registered prior's configuration and load by their path, "
+                        "NDPRegressor(prior='RUN_DIR/weights/gp_d2.pt')")
     p.add_argument("--init-from", default=None,
                    help="start from these weights (a .pt written by this script), e.g. to "
                         "fine-tune a D=1 prior for D=2: the network is dimension-agnostic")
@@ -127,6 +132,11 @@ def main(argv=None):
     torch.set_num_threads(args.threads)
     changes = {k: v for k, v in (("lr", args.lr), ("warmup_steps", args.warmup_steps),
                                  ("noise", args.noise)) if v is not None}
+    if args.anisotropic:
+        if args.install:
+            p.error("--install replaces a registered prior, whose configuration is isotropic; "
+                    "an --anisotropic run's weights load by their path instead")
+        changes["anisotropic"] = True
     configs = [get_prior_config(args.prior, d).replace(**changes) for d in args.n_dims]
     config = configs[0]
     run_dir = Path(args.run_dir)

@@ -52,6 +52,32 @@ def test_pretrain_script_records_the_command_without_machine_paths(monkeypatch, 
         "python scripts/pretrain_ndp.py --run-dir=PATH --init-from=skdiff/weights/gp_d1.pt"
 
 
+def test_pretrain_script_trains_an_anisotropic_prior_that_loads_by_its_path(monkeypatch,
+                                                                         tmp_path):
+    """``--anisotropic`` trains on per-dimension lengthscales, records it in the manifest,
+    and the weights serve an NDPRegressor by their path; installing them over the isotropic
+    registered prior is refused."""
+    import numpy as np
+
+    from skdiff import NDPRegressor
+
+    monkeypatch.syspath_prepend(str(ROOT / "benchmarks"))
+    script = _load("pretrain_ndp_anisotropic", ROOT / "scripts" / "pretrain_ndp.py")
+    with pytest.raises(SystemExit):
+        script.main(["--prior", "gp", "--n-dims", "2", "--anisotropic", "--install",
+                     "--run-dir", str(tmp_path / "refused")])
+    assert not (tmp_path / "refused").exists()
+    script.main(["--prior", "gp", "--n-dims", "2", "--anisotropic", "--steps", "2",
+                 "--steps-per-epoch", "1", "--verbose", "0", "--run-dir", str(tmp_path)])
+    weights = tmp_path / "weights" / "gp_d2.pt"
+    manifest = json.loads(weights.with_suffix(".json").read_text())
+    assert manifest["config"]["anisotropic"] is True and manifest["complete"]
+    X = np.random.RandomState(0).uniform(size=(6, 2))
+    ndp = NDPRegressor(prior=str(weights), n_samples=4, random_state=0).fit(X, X.sum(1))
+    assert ndp.prior_config_.anisotropic
+    assert ndp.predict(X[:3]).shape == (3,)
+
+
 def test_bayes_opt_benchmark_functions_have_their_stated_minima(monkeypatch):
     """Every objective of ``bayes_opt_hartmann.py`` reaches its recorded global minimum
     (the regret is measured from it) and nothing on a fine grid of its box lies below."""

@@ -174,6 +174,7 @@ _POSITIVE_INT = Interval(numbers.Integral, 1, None, closed="left")
         "kernel": [StrOptions(set(KERNELS)), list, tuple],
         "lengthscale": [Interval(numbers.Real, 0, None, closed="neither", finite=True), tuple,
                         callable],
+        "anisotropic": ["boolean"],
         "variance": [Interval(numbers.Real, 0, None, closed="neither", finite=True)],
         "noise": [Interval(numbers.Real, 0, None, closed="left", finite=True)],
         "domain": [tuple, list],
@@ -185,8 +186,8 @@ _POSITIVE_INT = Interval(numbers.Integral, 1, None, closed="left")
     prefer_skip_nested_validation=True,
 )
 def make_gp_functions(n_functions, n_points, n_dims=1, *, kernel="se", lengthscale=0.25,
-                      variance=1.0, noise=0.0025, domain=(-2.0, 2.0), period=1.0,
-                      jitter=1e-6, X=None, random_state=None):
+                      anisotropic=False, variance=1.0, noise=0.0025, domain=(-2.0, 2.0),
+                      period=1.0, jitter=1e-6, X=None, random_state=None):
     r"""Draw noisy function values from Gaussian-process priors.
 
     For each function :math:`i`: inputs :math:`x_{i,1..n_i} \sim \mathcal{U}(\text{domain})^{d_i}`,
@@ -213,6 +214,10 @@ def make_gp_functions(n_functions, n_points, n_dims=1, *, kernel="se", lengthsca
         ``("lognormal", mu, sigma)`` (:math:`\log \ell \sim \mathcal{N}(\mu, \sigma^2)`),
         ``("uniform", low, high)``, ``("loguniform", low, high)``, or a callable
         ``f(rng, n) -> array of n lengthscales`` (``rng`` is a ``numpy.random.RandomState``).
+    anisotropic : bool, default=False
+        Draw one lengthscale per input dimension, independently from ``lengthscale``
+        (automatic relevance determination: :math:`r^2 = \sum_d (x_d - x'_d)^2 /
+        \ell_{i,d}^2`), instead of one per function. Not with the ``"periodic"`` kernel.
     variance : float, default=1.0
         Kernel variance :math:`\sigma^2`.
     noise : float, default=0.0025
@@ -241,7 +246,8 @@ def make_gp_functions(n_functions, n_points, n_dims=1, *, kernel="se", lengthsca
         - ``mask`` : bool ndarray of shape (n_functions, max_points), True marks padding
         - ``n_points``, ``n_dims`` : int ndarrays of shape (n_functions,)
         - ``kernel`` : str ndarray of shape (n_functions,)
-        - ``lengthscale`` : ndarray of shape (n_functions,)
+        - ``lengthscale`` : ndarray of shape (n_functions,), or (n_functions, max_dims)
+          with ``anisotropic`` (zero on padded dimensions)
 
     See Also
     --------
@@ -265,30 +271,44 @@ def make_gp_functions(n_functions, n_points, n_dims=1, *, kernel="se", lengthsca
     """
     rng = check_random_state(random_state)
     kernels, lo, hi = _checked_prior(kernel, domain)
+    if anisotropic and "periodic" in kernels:
+        raise ValueError("anisotropic=True draws one lengthscale per input dimension, which "
+                         "the 'periodic' kernel does not take; drop 'periodic' from 'kernel' "
+                         "or set anisotropic=False.")
     n = int(n_functions)
     with memory_for(f"n_functions={n_functions} functions of n_points={n_points} points in "
                     f"n_dims={n_dims} dimensions",
                     "draw fewer or smaller functions, in several calls if need be"):
-        return _draw(n, n_points, n_dims, X, kernels, lengthscale, lo, hi, variance=variance,
-                     noise=noise, period=period, jitter=jitter, rng=rng)
+        return _draw(n, n_points, n_dims, X, kernels, lengthscale, lo, hi,
+                     anisotropic=anisotropic, variance=variance, noise=noise, period=period,
+                     jitter=jitter, rng=rng)
 
 
-def _draw(n, n_points, n_dims, X, kernels, lengthscale, lo, hi, *, variance, noise, period,
-          jitter, rng):
+def _draw(n, n_points, n_dims, X, kernels, lengthscale, lo, hi, *, anisotropic, variance,
+          noise, period, jitter, rng):
     """The body of :func:`make_gp_functions`, on checked arguments."""
     counts, dims, X_fixed = _layout(n_points, n_dims, X, n, rng)
     which = rng.randint(len(kernels), size=n)
-    ls = _draw_lengthscales(lengthscale, n, rng)
-    names = np.array(kernels, dtype=object)[which].astype(str)
-
     P, Dm = int(counts.max()), int(dims.max())
     mask = np.arange(P)[None, :] >= counts[:, None]  # [b, n], True = padding
     dmask = np.arange(Dm)[None, :] < dims[:, None]  # [b, d], True = real dimension
+    if anisotropic:  # one draw of n lengthscales per dimension, zero on padded dimensions
+        ls = np.where(dmask, np.stack([_draw_lengthscales(lengthscale, n, rng)
+                                       for _ in range(Dm)], axis=1), 0.0)
+    else:
+        ls = _draw_lengthscales(lengthscale, n, rng)
+    names = np.array(kernels, dtype=object)[which].astype(str)
+
     X = rng.uniform(lo, hi, size=(n, P, Dm)) if X_fixed is None else X_fixed.copy()
     X = np.where(mask[:, :, None] | ~dmask[:, None, :], 0.0, X)  # zero padding
 
-    K = _padded_kernels(X, mask, kernels, which, ls, variance=variance, period=period,
-                        jitter=jitter)
+    if anisotropic:  # dividing each dimension by its lengthscale, the kernel's is 1
+        X_k = X / np.where(dmask, ls, 1.0)[:, None, :]
+        K = _padded_kernels(X_k, mask, kernels, which, np.ones(n), variance=variance,
+                            period=period, jitter=jitter)
+    else:
+        K = _padded_kernels(X, mask, kernels, which, ls, variance=variance, period=period,
+                            jitter=jitter)
     L = np.linalg.cholesky(K)  # batched over functions
     f = np.einsum("bij,bj->bi", L, rng.standard_normal((n, P)))
     y = f + np.sqrt(noise) * rng.standard_normal((n, P))

@@ -64,6 +64,11 @@ class PriorConfig:
     scale_lengthscale_with_dims : bool, default=True
         Multiply the lengthscale by :math:`\\sqrt{D}` (the paper's :math:`0.25\\sqrt{D}`), so
         functions keep their wiggliness along the diagonal as D grows.
+    anisotropic : bool, default=False
+        Draw each input dimension's lengthscale independently from ``lengthscale`` (an
+        anisotropic, ARD kernel) instead of one lengthscale per function: a prior for
+        functions that vary faster along some inputs than along others. Not with the
+        ``"periodic"`` kernel.
     variance : float, default=1.0
         Signal variance of the GP kernels (the functions' marginal variance before noise).
     noise : float, default=0.0025
@@ -107,6 +112,7 @@ class PriorConfig:
     kernel: str | tuple = ("se", "matern12", "matern32", "matern52")
     lengthscale: float | tuple = ("lognormal", math.log(0.45), 0.6)
     scale_lengthscale_with_dims: bool = True
+    anisotropic: bool = False
     variance: float = 1.0
     noise: float = 0.0025
     domain: tuple = (-2.0, 2.0)
@@ -134,6 +140,12 @@ class PriorConfig:
         if not self.kernels or any(k not in KERNELS for k in self.kernels):
             raise ValueError(f"'kernel' must be one of {KERNELS} or a tuple of them; got "
                              f"{self.kernel!r}.")
+        if not isinstance(self.anisotropic, bool):
+            raise ValueError(f"'anisotropic' must be True or False; got {self.anisotropic!r}.")
+        if self.anisotropic and "periodic" in self.kernels:
+            raise ValueError("'anisotropic' draws one lengthscale per input dimension, which "
+                             "the 'periodic' kernel does not take; drop 'periodic' from "
+                             "'kernel' or set anisotropic=False.")
         if self.loss not in ("l1", "l2"):
             raise ValueError(f"'loss' must be 'l1' or 'l2'; got {self.loss!r}.")
         if not (isinstance(self.noise, numbers.Real) and math.isfinite(self.noise)
@@ -181,7 +193,8 @@ class PriorConfig:
         """The configuration as a JSON-ready dict (tuples as lists).
 
         The units of a family (``x_bounds``, ``y_loc``, ``y_scale``) are left out when unset,
-        so a GP prior's dict (its manifest, its cache key) does not depend on them.
+        and ``anisotropic`` when False, so a GP prior's dict (its manifest, its cache key)
+        does not depend on them.
 
         Returns
         -------
@@ -192,6 +205,8 @@ class PriorConfig:
         if not self.from_functions:
             for k in _UNIT_FIELDS:
                 del d[k]
+        if not self.anisotropic:  # the dicts (manifests, cache keys) of isotropic priors
+            del d["anisotropic"]
         return d
 
     @classmethod
@@ -383,16 +398,19 @@ class PriorConfig:
         of the values is :math:`\\operatorname{tr}(K)/n - \\mathbf 1^\\top K \\mathbf 1/n^2`,
         plus :math:`(1 - 1/n)` times the noise variance; this is its average over the
         kernels (uniformly) and the lengthscale distribution (``n_quadrature`` equally
-        weighted quantiles). Below the marginal variance when the points are few or close
-        together compared with the lengthscales, which is why a context's own standard
-        deviation underestimates the scale of the process it comes from.
+        weighted quantiles; an ``anisotropic`` prior averages over every combination of
+        about ``n_quadrature ** (1 / n_dims)`` quantiles per dimension, at least 4). Below
+        the marginal variance when the points are few or close together compared with the
+        lengthscales, which is why a context's own standard deviation underestimates the
+        scale of the process it comes from.
 
         Parameters
         ----------
         X : ndarray of shape (n, n_dims)
             Inputs in the prior's domain.
         n_quadrature : int, default=16
-            Quantiles of a lengthscale distribution averaged over.
+            Quantiles of a lengthscale distribution averaged over (in all, for an
+            anisotropic prior).
 
         Returns
         -------
@@ -401,12 +419,19 @@ class PriorConfig:
         """
         X = np.asarray(X, dtype=np.float64)
         n = len(X)
-        lengths = self.lengthscale_quantiles(n_quadrature)
-        Xb = np.broadcast_to(X, (len(lengths),) + X.shape)
-        K = np.stack([gp_kernel(Xb, Xb, k, lengths, self.variance)
-                      for k in self.kernels])  # [kernels, lengths, n, n]
-        spread = np.trace(K, axis1=-2, axis2=-1) / n - K.sum((-2, -1)) / n**2
-        return float(spread.mean() + self.noise * (1 - 1 / n))
+        if self.anisotropic and X.shape[1] > 1:
+            per_dim = max(4, round(n_quadrature ** (1 / X.shape[1])))
+            q = self.lengthscale_quantiles(per_dim)
+            grid = np.stack(np.meshgrid(*[q] * X.shape[1], indexing="ij"), -1)
+            Xb = X / grid.reshape(-1, 1, X.shape[1])  # [combinations, n, d]
+            lengths = 1.0  # each dimension divided by its lengthscale
+        else:
+            lengths = self.lengthscale_quantiles(n_quadrature)
+            Xb = np.broadcast_to(X, (len(lengths),) + X.shape)
+        spread = [np.trace(K, axis1=-2, axis2=-1) / n - K.sum((-2, -1)) / n**2
+                  for K in (gp_kernel(Xb, Xb, k, lengths, self.variance)  # [lengthscales, n, n]
+                            for k in self.kernels)]
+        return float(np.mean(spread) + self.noise * (1 - 1 / n))
 
     def draw_functions(self, n_functions, random_state):
         """``n_functions`` training functions of this prior (a :func:`make_gp_functions` Bunch).
@@ -425,8 +450,9 @@ class PriorConfig:
         """
         return make_gp_functions(
             n_functions, self.points, self.n_dims, kernel=list(self.kernels),
-            lengthscale=self.lengthscale_sampler(), variance=self.variance, noise=self.noise,
-            domain=self.domain, random_state=random_state,
+            lengthscale=self.lengthscale_sampler(), anisotropic=self.anisotropic,
+            variance=self.variance, noise=self.noise, domain=self.domain,
+            random_state=random_state,
         )
 
 

@@ -124,3 +124,40 @@ def test_bad_seed_and_huge_request_name_the_argument():
     with pytest.raises(MemoryError, match="Not enough memory for n_functions=1000000000000 "
                        "functions.*draw fewer or smaller functions"):
         make_gp_functions(10**12, 5)
+
+
+def test_anisotropic_draws_one_lengthscale_per_dimension():
+    """``anisotropic=True``: each dimension's lengthscale is drawn on its own (one call of a
+    callable per dimension), the covariance is the ARD kernel, and the isotropic stream is
+    unchanged by the option's existence."""
+    X = np.array([[-1.0, -1.0], [-0.2, -1.0], [-1.0, -0.2], [0.5, 0.2]])
+    calls = []
+
+    def per_dim(rng, n):  # dimension 0 short, dimension 1 long
+        calls.append(n)
+        return np.full(n, 0.4 if len(calls) == 1 else 2.0)
+
+    d = make_gp_functions(20_000, None, X=X, lengthscale=per_dim, anisotropic=True,
+                          noise=0.0, random_state=0)
+    assert calls == [20_000, 20_000] and d.lengthscale.shape == (20_000, 2)
+    np.testing.assert_array_equal(d.lengthscale[0], [0.4, 2.0])
+    K = gp_kernel(X / [0.4, 2.0], X / [0.4, 2.0], "se", 1.0)
+    np.testing.assert_allclose(_emp_cov(d.f), K, atol=0.06)
+    # the same step along the short dimension decorrelates more than along the long one
+    assert K[0, 1] < 0.5 < K[0, 2]
+    # distribution draws: per function and dimension, independent
+    d = make_gp_functions(5000, 20, n_dims=3, lengthscale=("lognormal", 0.0, 0.5),
+                          anisotropic=True, random_state=0)
+    logs = np.log(d.lengthscale)
+    assert abs(logs.std() - 0.5) < 0.02 and abs(np.corrcoef(logs[:, 0], logs[:, 1])[0, 1]) < 0.05
+    # padded dimensions carry no lengthscale
+    d = make_gp_functions(50, 10, n_dims=(1, 3), anisotropic=True, random_state=0)
+    pad = np.arange(3)[None, :] >= d.n_dims[:, None]
+    assert pad.any() and np.all(d.lengthscale[pad] == 0) and np.all(d.lengthscale[~pad] > 0)
+    iso = make_gp_functions(8, 12, n_dims=2, lengthscale=("lognormal", 0.0, 0.5),
+                            random_state=3)
+    same = make_gp_functions(8, 12, n_dims=2, lengthscale=("lognormal", 0.0, 0.5),
+                             anisotropic=False, random_state=3)
+    np.testing.assert_array_equal(iso.y, same.y)
+    with pytest.raises(ValueError, match="'periodic' kernel does not take"):
+        make_gp_functions(2, 5, n_dims=2, kernel=["se", "periodic"], anisotropic=True)

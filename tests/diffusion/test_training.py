@@ -161,6 +161,32 @@ def test_expected_sample_variance_matches_drawn_functions(name, n_dims, n_points
     assert config.expected_sample_variance(X / 10) < 0.5 * expected
 
 
+@pytest.mark.parametrize("n_dims, n_points", [(2, 6), (3, 8)])
+def test_anisotropic_prior_draws_and_expects_per_dimension_lengthscales(n_dims, n_points):
+    """An anisotropic configuration trains on ARD draws; its expected sample variance (a
+    quadrature over per-dimension quantiles) matches them; with one fixed lengthscale it is
+    the isotropic one; its dict carries the flag, an isotropic one's does not."""
+    config = get_prior_config("gp", n_dims).replace(anisotropic=True)
+    X = np.random.RandomState(1).uniform(-0.5, 0.5, (n_points, n_dims))
+    draws = make_gp_functions(
+        20000, n_points, n_dims, X=X, kernel=list(config.kernels),
+        lengthscale=config.lengthscale_sampler(), anisotropic=True,
+        variance=config.variance, noise=config.noise, random_state=2)
+    assert config.expected_sample_variance(X) == pytest.approx(draws.y.var(axis=1).mean(),
+                                                               rel=0.03)
+    fixed = PriorConfig(lengthscale=0.6, n_dims=n_dims)
+    assert fixed.replace(anisotropic=True).expected_sample_variance(X) == pytest.approx(
+        fixed.expected_sample_variance(X), rel=1e-12)
+    assert config.draw_functions(4, 0).lengthscale.shape == (4, n_dims)
+    assert PriorConfig.from_dict(config.to_dict()) == config
+    assert config.to_dict()["anisotropic"] is True
+    assert "anisotropic" not in config.replace(anisotropic=False).to_dict()
+    with pytest.raises(ValueError, match="'anisotropic' must be True or False; got 1"):
+        PriorConfig(anisotropic=1)
+    with pytest.raises(ValueError, match="'periodic' kernel does not take"):
+        PriorConfig(kernel=("se", "periodic"), anisotropic=True)
+
+
 @pytest.mark.parametrize("lengthscale, n_dims, expected", [
     (0.5, 1, [0.5]), (0.5, 4, [1.0]),
     (("uniform", 0.1, 0.5), 1, [0.15, 0.25, 0.35, 0.45]),
