@@ -72,3 +72,52 @@ def test_mixture_weights_are_the_marginal_likelihoods(bench):
     _, mse, _ = bench.prior_bayes_metrics(config, Xc, yc, Xt, yt, n_samples=20000, seed=0)
     np.testing.assert_allclose(mse, np.mean((w @ means) ** 2), rtol=0.05)
     assert bench.mixture(config) and not bench.mixture(PriorConfig(kernel="se", lengthscale=1.0))
+
+
+@pytest.fixture
+def oracle(monkeypatch):
+    """``benchmarks/bayes_opt_oracle.py``."""
+    import importlib
+    from pathlib import Path
+
+    monkeypatch.syspath_prepend(str(Path(__file__).resolve().parents[1] / "benchmarks"))
+    return importlib.import_module("bayes_opt_oracle")
+
+
+def test_isotropic_oracle_is_the_prior_bayes_posterior(bench, oracle):
+    """The regression oracle of the Bayesian-optimisation diagnosis, with one lengthscale
+    shared by the dimensions, is the mixture mean of ``ndp_interpolation.py``'s Bayes
+    posterior."""
+    config = PriorConfig(kernel=("se", "matern32"), lengthscale=("lognormal", -0.8, 0.6),
+                         noise=0.01, n_dims=2)
+    Xc, yc, Xt = _context(n_dims=2)
+    w, means, _ = bench.prior_bayes_posterior(config, Xc, yc, Xt, n_lengthscales=5)
+    parts = oracle.components(config, per_dimension=False, n_quantiles=5)
+    assert len(parts) == 10 and all(ls[0] == ls[1] for _, ls in parts)
+    np.testing.assert_allclose(
+        oracle.mixture_mean(parts, config.variance, config.noise, Xc, yc, Xt), w @ means,
+        atol=1e-10)
+
+
+def test_per_dimension_oracle_crosses_the_quantiles_and_scales_each_dimension(oracle):
+    """One lengthscale per dimension: every combination of the quantiles, and each component
+    is the GP with that anisotropic kernel (scikit-learn's RBF with a lengthscale vector)."""
+    config = PriorConfig(kernel=("se", "matern12"), lengthscale=("uniform", 0.2, 1.0),
+                         n_dims=2, scale_lengthscale_with_dims=False)
+    parts = oracle.components(config, per_dimension=True, n_quantiles=3)
+    assert len(parts) == 2 * 3 * 3
+    assert {tuple(np.round(ls, 6)) for _, ls in parts} == {
+        (a, b) for a in (0.333333, 0.6, 0.866667) for b in (0.333333, 0.6, 0.866667)}
+    Xc, yc, Xt = _context(n_dims=2)
+    gpr = GaussianProcessRegressor(ConstantKernel(1.3) * RBF([0.3, 0.8]) + WhiteKernel(0.01),
+                                   optimizer=None).fit(Xc, yc)
+    np.testing.assert_allclose(
+        oracle.mixture_mean([("se", np.array([0.3, 0.8]))], 1.3, 0.01, Xc, yc, Xt),
+        gpr.predict(Xt), atol=1e-10)
+
+
+def test_isotropic_bayes_posterior_refuses_an_anisotropic_prior(bench):
+    config = PriorConfig(n_dims=2, anisotropic=True)
+    Xc, yc, Xt = _context(n_dims=2)
+    with pytest.raises(ValueError, match="does not describe a prior trained with anisotropic"):
+        bench.prior_bayes_posterior(config, Xc, yc, Xt)

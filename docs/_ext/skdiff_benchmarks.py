@@ -492,6 +492,32 @@ def _bayes_opt_picks(doc):
             "Spearman, one sample", "Spearman, mean", "RMS residual at the evaluations"], rows
 
 
+def _bayes_opt_oracle(doc):
+    names = {"oracle_isotropic": "Bayes posterior of the gp prior's distribution, box map",
+             "oracle_isotropic_ard": "the same, default input map (x_scaling='ard')",
+             "oracle_per_dimension": "Bayes posterior, one lengthscale per dimension "
+                                     "(anisotropic), box map",
+             "oracle_per_dimension_ard": "the same, default input map",
+             "gpr": "GPR (Matérn-5/2, one lengthscale per dimension, ML-II)"}
+    rows = []
+    for function, models in doc["results"].items():
+        for model, r in models.items():
+            mse = np.asarray(r["mse"])
+            if model.startswith("ndp_"):
+                name = (f"NDP, gp prior, sampler='{model[4:]}' "
+                        f"({doc['args']['sampler_samples']} samples)")
+            else:
+                name = names.get(model, model)
+            se = mse.std(ddof=1) / np.sqrt(mse.size) if mse.size > 1 else float("nan")
+            residual = (f"{np.mean(r['context_rmse']):.3f}" if "context_rmse" in r else "–")
+            seconds = f"{np.mean(r['seconds']):.0f}" if "seconds" in r else "–"
+            rows.append([function, name, str(mse.size), f"{mse.mean():.3f} ± {se:.3f}",
+                         f"{np.median(mse):.3f}", residual, seconds])
+    n_ctx = doc["args"]["n_context"]
+    return ["function", "model", "seeds", f"MSE at 64 points ({n_ctx} evaluations)",
+            "median MSE", "RMS residual at the evaluations", "s per fit and sample"], rows
+
+
 def _bayes_opt_figure(doc):
     """Regret against evaluations, mean ± standard error band, as an inline SVG image."""
     import base64
@@ -842,6 +868,28 @@ CLAIMS = {
         "args: {n_iter, n_context, ...}, picks: {model: {rank, gap, regret: [[per "
         "iteration] per seed]}}, regression: {model: {mse, std, rho_sample, rho_mean, "
         "context_rmse: [per seed]}}", _bayes_opt_picks),
+    "bayes_opt_oracle": Claim(
+        "What limits the NDP's regression: prior, network or sampler", "The regression "
+        "measurement of the two tables above (the same seeds, 30 uniform random evaluations, "
+        "values standardised, 64 uniform query points), for the Bayes posterior mean of the "
+        "gp prior's own training distribution (its four kernels times 32 quantiles of its "
+        "lengthscale distribution, each weighted by its marginal likelihood): what a "
+        "perfectly trained network, perfectly sampled, would predict, with the inputs mapped "
+        "by the box map (x_scaling='box') and by the default map (x_scaling='ard', as the "
+        "NDP fitted to the same evaluations computes it); for the same distribution with "
+        "each dimension's lengthscale drawn independently (8 quantiles per dimension, "
+        "PriorConfig(anisotropic=True)), which the shipped priors were not trained on; for "
+        "the GPR; and, on the first three seeds, for the NDP with its "
+        "default input map sampled by the fast sampler and by the paper's (DDPM, 500 steps, "
+        "RePaint U = 5), 8 joint samples at the evaluations and the queries together, with "
+        "the root mean squared difference between the samples' mean and the evaluated "
+        "values; MSE in standardised units, mean ± standard error over the seeds.",
+        "bayes_opt_oracle.json",
+        "python benchmarks/bayes_opt_oracle.py --n-seeds 10 --samplers fast ddpm "
+        "--sampler-seeds 3 --threads 1 --json benchmarks/results/bayes_opt_oracle.json",
+        "not in the paper (a diagnosis of the regret gap).",
+        "args: {n_context, sampler_samples, ...}, results: {function: {model: {mse: [per "
+        "seed], context_rmse, seconds: [per seed] (NDP rows)}}}", _bayes_opt_oracle),
     "bayes_opt_picks_branin": Claim(
         "How each model ranks the candidates, 2-D Branin", "The same measurements on the "
         "Branin function over its usual box.",
