@@ -60,6 +60,7 @@ def test_pretrain_script_trains_an_anisotropic_prior_that_loads_by_its_path(monk
     import numpy as np
 
     from skdiff import NDPRegressor
+    from skdiff.diffusion.priors import PriorWeightsError, get_prior_config, load_prior_file
 
     monkeypatch.syspath_prepend(str(ROOT / "benchmarks"))
     script = _load("pretrain_ndp_anisotropic", ROOT / "scripts" / "pretrain_ndp.py")
@@ -76,6 +77,9 @@ def test_pretrain_script_trains_an_anisotropic_prior_that_loads_by_its_path(monk
     ndp = NDPRegressor(prior=str(weights), n_samples=4, random_state=0).fit(X, X.sum(1))
     assert ndp.prior_config_.anisotropic
     assert ndp.predict(X[:3]).shape == (3,)
+    # checked against the registered (isotropic) gp prior, the weights are stale
+    with pytest.raises(PriorWeightsError, match="anisotropic"):
+        load_prior_file(weights, expected=get_prior_config("gp", 2))
 
 
 def test_bayes_opt_benchmark_functions_have_their_stated_minima(monkeypatch):

@@ -68,9 +68,9 @@ PRIORS: dict[str, PriorConfig] = {
 #: ones (learning rate, warm-up, EMA, ...) only describe how the weights were trained and may
 #: differ between the registry and a weights file.
 DEFINING_FIELDS = (
-    "kernel", "lengthscale", "scale_lengthscale_with_dims", "variance", "noise", "domain",
-    "n_dims", "n_points", "hidden_dim", "n_layers", "n_heads", "timesteps", "beta_start",
-    "beta_end", "x_bounds", "y_loc", "y_scale",
+    "kernel", "lengthscale", "scale_lengthscale_with_dims", "anisotropic", "variance", "noise",
+    "domain", "n_dims", "n_points", "hidden_dim", "n_layers", "n_heads", "timesteps",
+    "beta_start", "beta_end", "x_bounds", "y_loc", "y_scale",
 )
 
 
