@@ -48,6 +48,7 @@ import warnings
 import numpy as np
 from _ndp_common import add_runtime_args, apply_runtime_args, bo_gpr, write_json
 from bayes_opt_hartmann import FUNCTIONS
+from bayes_opt_picks import draws  # the same evaluations and queries as its regression
 from sklearn.base import clone
 from sklearn.exceptions import ConvergenceWarning
 
@@ -84,15 +85,6 @@ def mixture_mean(parts, variance, noise, Xc, yc, Xt):
                      @ np.linalg.solve(chol.T, alpha))
     w = np.exp(np.asarray(log_ml) - max(log_ml))
     return (w / w.sum()) @ np.asarray(means)
-
-
-def draws(bounds, n_context, seed):
-    """The evaluations and query points of ``bayes_opt_picks.regression`` for ``seed``."""
-    b = np.asarray(bounds, dtype=np.float64)
-    rng = np.random.RandomState(seed)
-    X = b[:, 0] + np.ptp(b, axis=1) * rng.uniform(size=(n_context, len(b)))
-    Q = b[:, 0] + np.ptp(b, axis=1) * rng.uniform(size=(64, len(b)))
-    return X, Q
 
 
 def main(argv=None):

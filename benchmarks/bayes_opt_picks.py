@@ -94,17 +94,24 @@ def picks(name, model, objective, bounds, f_min, seeds, n_iter, options):
     return {"rank": ranks, "gap": gaps, "regret": regrets}
 
 
+def draws(bounds, n_context, seed):
+    """The ``n_context`` uniform random evaluation points and 64 uniform query points of the
+    regression measurement for ``seed``."""
+    b = np.asarray(bounds, dtype=np.float64)
+    rng = np.random.RandomState(seed)
+    X = b[:, 0] + np.ptp(b, axis=1) * rng.uniform(size=(n_context, len(b)))
+    Q = b[:, 0] + np.ptp(b, axis=1) * rng.uniform(size=(64, len(b)))
+    return X, Q
+
+
 def regression(models, objective, bounds, n_context, seeds):
     """Per model and seed: MSE and std of joint samples at 64 uniform points, the Spearman
     correlations of one sample and of the mean with the true values, and the RMS residual of
     ``predict`` at the ``n_context`` evaluated points."""
-    b = np.asarray(bounds, dtype=np.float64)
     out = {name: {"mse": [], "std": [], "rho_sample": [], "rho_mean": [], "context_rmse": []}
            for name in models}
     for seed in seeds:
-        rng = np.random.RandomState(seed)
-        X = b[:, 0] + np.ptp(b, axis=1) * rng.uniform(size=(n_context, len(b)))
-        Q = b[:, 0] + np.ptp(b, axis=1) * rng.uniform(size=(64, len(b)))
+        X, Q = draws(bounds, n_context, seed)
         y, truth = objective(X), objective(Q)
         mu, sd = y.mean(), y.std()
         z = (truth - mu) / sd
