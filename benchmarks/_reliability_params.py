@@ -261,6 +261,7 @@ def _curated(est):
         c["x_margin"] = [("1e-300", 1e-300, "either", {})]
         c["x_scaling"] = [("'box'", "box", "ok", {})]
         c["alpha"] = [("0.5", 0.5, "ok", {}), ("0", 0.0, "ok", {})]
+        c["trend"] = [("'linear'", "linear", "either", {})]
         c["max_context"] = [("2", 2, "ok", {})]
         c["predict_batch_size"] = [("1", 1, "ok", {}), ("10**7", big, "ok", {})]
         c["predict_noise"] = [("False", False, "ok", {})]

@@ -65,9 +65,10 @@ class NDPRegressor(RegressorMixin, EstimatorBase):
     done at sampling time (RePaint), so ``fit`` involves **no gradient step**:
 
     1. validate ``X`` and ``y``; standardise ``y`` onto the prior's scale: subtract its mean
-       and divide by an estimate of the process's amplitude, the standard deviation of ``y``
-       over the standard deviation that the prior's own functions show at the same
-       (mapped) inputs (:meth:`PriorConfig.expected_sample_variance
+       (or its linear trend, see ``trend``) and divide by an estimate of the process's
+       amplitude, the standard deviation of ``y`` over the standard deviation that the
+       prior's own functions show at the same (mapped) inputs
+       (:meth:`PriorConfig.expected_sample_variance
        <skdiff.diffusion.PriorConfig.expected_sample_variance>`). A few points, or points
        closer together than the prior's lengthscales, vary less than the process does, so
        their bare standard deviation would make the posterior overconfident. The samples
@@ -193,6 +194,18 @@ class NDPRegressor(RegressorMixin, EstimatorBase):
         better than the prior's noise does by a likelihood-ratio test at 95 %; else 0.
         ``alpha_`` holds the value used. A prior trained on functions takes its family's
         noise: ``"auto"`` gives 0 there.
+    trend : {"constant", "linear"}, default="constant"
+        The mean function under the prior's stationary process. ``"constant"``: the
+        context's mean (as ``GaussianProcessRegressor(normalize_y=True)``). ``"linear"``:
+        a linear function of ``X``, fitted by generalised least squares under the
+        context's ML-II GP (universal kriging); the prior then models the residuals, and
+        each sample draws the slopes from their posterior (scaled by its amplitude draw),
+        so the samples carry the trend's uncertainty and queries beyond the context
+        continue the trend instead of returning to the context's mean. For a function
+        known to trend, continued beyond its data; from a few points of a stationary
+        function a fitted trend extrapolates what is not there (the NDP user guide has
+        the measurements). Needs ``2 D + 3`` context points, ``normalize_y=True`` and a
+        GP prior (not one trained on functions, which brings its family's level).
     predict_noise : bool, default=True
         Whether ``predict``'s std/cov include the observation noise (see above).
     normalize_y : bool, default=True
@@ -260,8 +273,15 @@ class NDPRegressor(RegressorMixin, EstimatorBase):
     y_mean_, y_std_ : float
         The target standardisation: the context's mean and amplitude estimate (step 1),
         or the family's mean and standard deviation for a prior trained on functions.
+        With a linear trend, those of the context's residuals from it.
+    trend_coef_ : ndarray of shape (n_features,) or None
+        With ``trend="linear"``: the fitted trend's slope per unit of each feature, in the
+        units of ``y``; else ``None``.
+    trend_intercept_ : float or None
+        With ``trend="linear"``: the fitted trend's value at ``X = 0``; else ``None``.
     scale_dof_ : int or None
-        Degrees of freedom (``n_context - 1``, at least 3) of the amplitude estimate that
+        Degrees of freedom (``n_context - 1``, less the trend's slopes, at least 3) of
+        the amplitude estimate that
         the samples marginalise (step 1); ``None`` when ``y`` is not standardised by the
         context (``normalize_y=False``, a constant ``y``, or a prior trained on functions).
     alpha_ : float
@@ -323,6 +343,7 @@ class NDPRegressor(RegressorMixin, EstimatorBase):
         "x_margin": [Interval(numbers.Real, 0, 1, closed="right")],
         "x_scaling": [StrOptions({"ard", "box"})],
         "alpha": [StrOptions({"auto"}), Interval(numbers.Real, 0, None, closed="left")],
+        "trend": [StrOptions({"constant", "linear"})],
         "predict_noise": ["boolean"],
         "normalize_y": ["boolean"],
         "max_context": [Interval(numbers.Integral, 2, None, closed="left")],
@@ -344,7 +365,7 @@ class NDPRegressor(RegressorMixin, EstimatorBase):
 
     def __init__(self, *, prior="gp", pretrained=True, sampler="auto", n_sampling_steps=None,
                  n_resample=4, n_samples=64, x_bounds=None, x_margin=0.9, x_scaling="ard",
-                 alpha="auto", predict_noise=True,
+                 alpha="auto", trend="constant", predict_noise=True,
                  normalize_y=True, max_context=128, predict_batch_size=64, hidden_dim=None,
                  n_layers=None, n_heads=None, max_epochs=20, steps_per_epoch=250, lr=1e-3,
                  batch_size=32, cache_dir=None, device="auto", n_threads=None, random_state=None,
@@ -391,10 +412,14 @@ class NDPRegressor(RegressorMixin, EstimatorBase):
         self.x_bounds_ = self._checked_bounds(X.shape[1])
         idx = self._context_rows(len(X), seed)
         self.X_train_ = X[idx]
-        gp = self._context_gp(self.X_train_, y[idx])
+        y_context = y[idx]
+        gp = self._context_gp(self.X_train_, y_context)
+        gp = self._fit_trend(gp, self.X_train_, y_context)
+        if self._trend is not None:
+            y_context = y_context - self._trend_at(self.X_train_)
         self.x_lengthscales_ = None if gp is None or not gp.ard else gp.lengthscales
-        self._set_target_scale(y[idx])
-        self.y_train_ = (y[idx] - self.y_mean_) / self.y_std_
+        self._set_target_scale(y_context)
+        self.y_train_ = (y_context - self.y_mean_) / self.y_std_
         with np.errstate(over="ignore"):  # inf for targets beyond float64's squares
             prior_noise = float(np.float64(self.prior_config_.noise)
                                 * np.float64(self.y_std_) ** 2)
@@ -434,7 +459,7 @@ class NDPRegressor(RegressorMixin, EstimatorBase):
             scale = scale / np.sqrt(spread)
             # at least 3: below that the posterior predictive has no finite variance, and
             # predict's mean and std would be Monte Carlo noise
-            self.scale_dof_ = max(len(y) - 1, 3)
+            self.scale_dof_ = max(len(y) - 1 - self._n_trend_slopes(), 3)
         self.y_mean_, self.y_std_ = float(mean[0]), float(scale[0])
 
     def _context_rows(self, n, seed):
@@ -535,7 +560,8 @@ class NDPRegressor(RegressorMixin, EstimatorBase):
         """
         n, d = X.shape
         ard = self.x_scaling == "ard" and d >= 2 and n >= 2 * d + 1
-        if self.prior_config_.from_functions or not (ard or self.alpha != 0):
+        if self.prior_config_.from_functions or not (ard or self.alpha != 0
+                                                      or self.trend != "constant"):
             return None
         spread = X.max(0) - X.min(0)
         if n < 3 or np.any(spread <= 0) or np.ptp(y) <= 0:
@@ -548,6 +574,84 @@ class NDPRegressor(RegressorMixin, EstimatorBase):
         return SimpleNamespace(gpr=gpr, ard=ard, lengthscales=lengthscales, X=X / spread,
                                z=z, y_loc=y_loc, y_scale=y_scale,
                                n_lengthscales=d if ard else 1)
+
+    def _n_trend_slopes(self):
+        """The slopes the fitted trend took from the context (0 without a trend)."""
+        return 0 if self._trend is None else len(self._trend.centre)
+
+    def _fit_trend(self, gp, X, y):
+        """Fit the linear trend (``trend="linear"``); return the context GP of the values
+        the prior then models: ``gp`` itself without a trend, else the GP of the
+        residuals.
+
+        The trend :math:`m(x) = \\beta_0 + \\beta^\\top x` is the generalised least-squares
+        fit under the context's GP (universal kriging): with the GP's covariance ``K`` of
+        the context, :math:`\\hat\\beta = (H^\\top K^{-1} H)^{-1} H^\\top K^{-1} y`, whose
+        covariance :math:`(H^\\top K^{-1} H)^{-1}` the samples draw their slopes from. The
+        GP is fitted on the least-squares residuals, ``beta`` refitted under it, and the
+        GP refitted on the final residuals.
+        """
+        self._trend = None
+        self.trend_coef_, self.trend_intercept_ = None, None
+        if self.trend == "constant":
+            return gp
+        n, d = X.shape
+        if self.prior_config_.from_functions:
+            problem = "a prior trained on functions brings its family's level"
+        elif not self.normalize_y:
+            problem = "normalize_y=False takes y as already on the prior's scale"
+        elif n < self._min_trend_points(d):
+            problem = (f"it needs at least {self._min_trend_points(d)} context points for "
+                       f"{d} feature(s); got {n}")
+        elif gp is None:
+            problem = "the context's inputs or y are constant"
+        else:
+            problem = None
+        if problem is not None:
+            raise ValueError(f"trend='linear' cannot be fitted: {problem}. Use "
+                             "trend='constant' (the context's mean).")
+        centre, spread = X.mean(0), X.max(0) - X.min(0)
+        H = np.column_stack([np.ones(n), (X - centre) / spread])
+        beta, _ = self._gls(gp, H, y)
+        gp_res = self._context_gp(X, y - H @ beta)
+        if gp_res is not None:
+            beta, _ = self._gls(gp_res, H, y)
+            gp_res = self._context_gp(X, y - H @ beta)
+        # no residual GP: the line passes through every point, its slopes are certain
+        cov = np.zeros((d + 1, d + 1)) if gp_res is None else self._gls(gp_res, H, y)[1]
+        slope_cov = 0.5 * (cov[1:, 1:] + cov[1:, 1:].T)
+        w, V = np.linalg.eigh(slope_cov)
+        self._trend = SimpleNamespace(centre=centre, spread=spread, beta=beta,
+                                      slope_root=V * np.sqrt(np.clip(w, 0.0, None)))
+        self.trend_coef_ = beta[1:] / spread
+        self.trend_intercept_ = float(beta[0] - centre @ self.trend_coef_)
+        return gp_res
+
+    @staticmethod
+    def _min_trend_points(d):
+        """Fewest context points a trend is fitted from: its ``D + 1`` coefficients and
+        at least ``D + 2`` residual degrees of freedom for the GP of the residuals."""
+        return 2 * d + 3
+
+    @staticmethod
+    def _gls(gp, H, y):
+        """Generalised least squares of ``y`` (units of ``y``) on the design ``H`` under
+        the covariance of the context's GP ``gp``: coefficients and their covariance."""
+        K = gp.gpr.kernel_(gp.X)
+        L = np.linalg.cholesky(K + 1e-10 * np.eye(len(K)))
+        A = np.linalg.solve(L, H)
+        b = np.linalg.solve(L, y)
+        Q, R = np.linalg.qr(A)
+        beta = np.linalg.solve(R, Q.T @ b)
+        R_inv = np.linalg.inv(R)
+        return beta, (R_inv @ R_inv.T) * gp.y_scale ** 2
+
+    def _trend_at(self, X):
+        """The fitted trend at the rows of ``X``, in the units of ``y`` (0 without one)."""
+        t = self._trend
+        if t is None:
+            return np.zeros(len(X))
+        return t.beta[0] + ((X - t.centre) / t.spread) @ t.beta[1:]
 
     def _extra_noise(self, gp, prior_noise):
         """``alpha_``: the observation-noise variance of ``y`` beyond the prior's.
@@ -630,7 +734,8 @@ class NDPRegressor(RegressorMixin, EstimatorBase):
         return x_centre - z_centre / scale, scale
 
     def _check_X(self, X, *, context=True):
-        """Validated query points -> (mapped context, mapped queries) for one call."""
+        """Validated query points -> (mapped context, mapped queries, queries) for one
+        call."""
         check_is_fitted(self)
         self._validate_params()  # parameters that prediction reads may be set after fit
         X = validate_data(self, X, dtype=np.float64, reset=False)
@@ -648,7 +753,7 @@ class NDPRegressor(RegressorMixin, EstimatorBase):
                     if self.prior_config_.from_functions and self.x_bounds is None else
                     "Widen 'x_bounds', or leave it None to map each call's query points into "
                     "the domain."), UserWarning, stacklevel=3)
-        return Zc, Z
+        return Zc, Z, X
 
     def _eps_model(self):
         module = self.module_
@@ -698,10 +803,13 @@ class NDPRegressor(RegressorMixin, EstimatorBase):
         q = (np.arange(n_samples) + rng.uniform(size=n_samples)) / n_samples
         return rng.permutation(np.sqrt(nu / chi2.ppf(q, nu)))
 
-    def _sample_std(self, Zc, Z, n_samples, seed):
-        """Joint standardised posterior samples at mapped inputs ``Z`` given the mapped
-        context ``Zc``: (n_X, n_samples). With a context-estimated amplitude, sample ``s``
-        conditions on the context divided by its factor ``r_s`` and is multiplied by it."""
+    def _sample_std(self, Zc, Z, X, n_samples, seed):
+        """Joint standardised posterior samples at mapped inputs ``Z`` (the rows ``X``)
+        given the mapped context ``Zc``: (n_X, n_samples). With a context-estimated
+        amplitude, sample ``s`` conditions on the context divided by its factor ``r_s``
+        and is multiplied by it. With a trend, sample ``s`` draws its slopes from their
+        posterior (scaled by ``r_s``), conditions on the context less its trend and adds
+        that trend at ``X``."""
         dev = self.device_
         kwargs = dict(n_samples=int(n_samples), n_resample=self.n_resample, eta=1.0,
                       progress=bool(self.verbose), **self._levels_kwargs())
@@ -716,6 +824,13 @@ class NDPRegressor(RegressorMixin, EstimatorBase):
             draws = mean + rng.standard_normal((int(n_samples), len(mean))) @ (
                 V * np.sqrt(np.clip(w, 0.0, None))).T
             y_context = draws[:, :, None] / (1.0 if r is None else r[:, None, None])
+        trend_q = None
+        if self._trend is not None:  # per-sample trends, standardised units
+            trend_c, trend_q = self._trend_draws(X, int(n_samples), r, seed)
+            if y_context.ndim == 1:
+                y_context = np.broadcast_to(y_context[None, :, None],
+                                            (int(n_samples), len(y_context), 1))
+            y_context = y_context - (trend_c / (1.0 if r is None else r[:, None]))[:, :, None]
         with torch_seed(seed, dev), torch.no_grad(), self._threads():
             xc = torch.as_tensor(Zc, dtype=torch.float32, device=dev)
             yc = torch.as_tensor(y_context, dtype=torch.float32, device=dev)
@@ -728,9 +843,27 @@ class NDPRegressor(RegressorMixin, EstimatorBase):
                                         **kwargs)
         ys = ys.squeeze(-1).T.double().cpu().numpy()  # [n_X, S]
         ys = ys if r is None else ys * r
+        if trend_q is not None:
+            ys = ys + trend_q.T
         if extra:  # new observations carry the extra noise
             ys = ys + np.sqrt(extra) * rng.standard_normal(ys.shape)
         return ys
+
+    def _trend_draws(self, X, n_samples, r, seed):
+        """Per-sample trends on the standardised scale, at the context rows and at
+        ``X``: (n_samples, n_context) and (n_samples, n_X). Sample ``s`` adds
+        ``r_s`` times a draw from the slopes' posterior to the fitted slopes; the
+        context's part is relative to the fitted trend (the context is stored less it)."""
+        t = self._trend
+        rng = np.random.RandomState((seed + 2) % 2**32)
+        dev = rng.standard_normal((n_samples, len(t.centre))) @ t.slope_root.T
+        if r is not None:
+            dev = dev * r[:, None]
+        Hc = (self.X_train_ - t.centre) / t.spread
+        Hq = (X - t.centre) / t.spread
+        trend_c = dev @ Hc.T
+        trend_q = self._trend_at(X)[None, :] + dev @ Hq.T
+        return trend_c / self.y_std_, trend_q / self.y_std_
 
     def _prepare_predict(self, X):
         return self._check_X(X)
@@ -806,9 +939,10 @@ class NDPRegressor(RegressorMixin, EstimatorBase):
         -------
         samples : ndarray of shape (n_X, n_samples)
             Prior function samples (observation noise included) at the rows of ``X``,
-            shifted and scaled by the fitted ``y_mean_`` and ``y_std_``, sample axis last.
+            shifted and scaled by the fitted ``y_mean_`` and ``y_std_``, plus the fitted
+            trend (``trend="linear"``), sample axis last.
         """
-        _, Z = self._check_X(X, context=False)
+        _, Z, X = self._check_X(X, context=False)
         n_samples = check_n_samples(n_samples)
         dev = self.device_
         with torch_seed(draw_seed(random_state), dev), torch.no_grad():
@@ -816,7 +950,8 @@ class NDPRegressor(RegressorMixin, EstimatorBase):
                 self._eps_model(), self.schedule_,
                 torch.as_tensor(Z, dtype=torch.float32, device=dev), n_samples=n_samples,
                 **self._levels_kwargs(conditional=False))
-        return ys.squeeze(-1).T.double().cpu().numpy() * self.y_std_ + self.y_mean_
+        return (ys.squeeze(-1).T.double().cpu().numpy() * self.y_std_ + self.y_mean_
+                + self._trend_at(X)[:, None])
 
     # -- predict ---------------------------------------------------------------------------
     def predict(self, X, return_std=False, return_cov=False):
@@ -851,29 +986,30 @@ class NDPRegressor(RegressorMixin, EstimatorBase):
                 "At most one of return_std or return_cov can be requested (as "
                 "GaussianProcessRegressor.predict)."
             )
-        Zc, Z = self._check_X(X)
+        Zc, Z, X = self._check_X(X)
         m = Z.shape[0]
         if return_cov:
             noise_var = 0.0 if self.predict_noise else self._noise_std_units()
-            ys = self._sample_std(Zc, Z, self.n_samples, self.seed_)
+            ys = self._sample_std(Zc, Z, X, self.n_samples, self.seed_)
             cov = np.atleast_2d(np.cov(ys))
             cov = cov - noise_var * np.eye(m)
             mean = ys.mean(1) * self.y_std_ + self.y_mean_
             return mean, cov * self.y_std_ ** 2
-        mean, var = self._marginals(Zc, Z, noise=self.predict_noise)
+        mean, var = self._marginals(Zc, Z, X, noise=self.predict_noise)
         mean = mean * self.y_std_ + self.y_mean_
         if not return_std:
             return mean
         return mean, np.sqrt(var) * self.y_std_
 
-    def _marginals(self, Zc, Z, *, noise):
+    def _marginals(self, Zc, Z, X, *, noise):
         """Standardised posterior mean and variance at ``Z`` from ``n_samples`` samples per
         block of ``predict_batch_size`` points (seeded by the fit); ``noise=False`` subtracts
         the prior's observation-noise variance."""
         means, variances = [], []
         for k, start in enumerate(range(0, Z.shape[0], self.predict_batch_size)):
-            block = Z[start:start + self.predict_batch_size]
-            ys = self._sample_std(Zc, block, self.n_samples, self.seed_ + k)
+            stop = start + self.predict_batch_size
+            ys = self._sample_std(Zc, Z[start:stop], X[start:stop], self.n_samples,
+                                  self.seed_ + k)
             means.append(ys.mean(1))
             variances.append(ys.var(1, ddof=1))
         var = np.concatenate(variances)
@@ -917,7 +1053,7 @@ class NDPRegressor(RegressorMixin, EstimatorBase):
         except (TypeError, ValueError) as exc:
             raise ValueError(f"y of NDPRegressor.log_likelihood must be numbers ({exc}).") \
                 from exc
-        Zc, Z = self._check_X(X)
+        Zc, Z, X = self._check_X(X)
         if len(y) != Z.shape[0]:
             raise ValueError(f"X has {Z.shape[0]} rows but y has {len(y)} values.")
         if not np.isfinite(y).all():
@@ -929,9 +1065,10 @@ class NDPRegressor(RegressorMixin, EstimatorBase):
                     f"joint=True needs n_samples > n_X for a non-singular covariance; got "
                     f"n_samples={self.n_samples} and {Z.shape[0]} points. Raise 'n_samples' "
                     "or use joint=False.")
-            ys = self._sample_std(Zc, Z, self.n_samples, self.seed_) * self.y_std_ + self.y_mean_
+            ys = (self._sample_std(Zc, Z, X, self.n_samples, self.seed_) * self.y_std_
+                  + self.y_mean_)
             return gaussian_log_likelihood(y, ys, joint=True)
-        mean, var = self._marginals(Zc, Z, noise=True)
+        mean, var = self._marginals(Zc, Z, X, noise=True)
         mean = mean * self.y_std_ + self.y_mean_
         var = np.maximum(var * self.y_std_ ** 2, 1e-12)
         return float(np.mean(-0.5 * (np.log(2 * np.pi * var) + (y - mean) ** 2 / var)))
@@ -955,6 +1092,8 @@ class NDPRegressor(RegressorMixin, EstimatorBase):
     def __setstate__(self, state):
         super().__setstate__(state)
         if "module_" in self.__dict__:
+            for name in ("_trend", "trend_coef_", "trend_intercept_"):  # a file without
+                self.__dict__.setdefault(name, None)                     # them: no trend
             if str(self.device_).startswith("cuda") and not torch.cuda.is_available():
                 self.device_ = "cpu"
             self.module_ = self.module_.to(self.device_)

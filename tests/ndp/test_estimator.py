@@ -77,7 +77,7 @@ def test_affine_equivariance_of_the_maps(data):
     np.testing.assert_allclose(m1, 5 * m0 - 100, rtol=1e-4, atol=1e-3)
     np.testing.assert_allclose(s1, 5 * s0, rtol=1e-4, atol=1e-4)
     # documented map: the box of the context and the queries -> 0.9 * [-2, 2]
-    Zc, Zq = base._check_X(Xt)
+    Zc, Zq, _ = base._check_X(Xt)
     both = np.r_[Zc, Zq]
     assert both.min() == pytest.approx(-1.8) and both.max() == pytest.approx(1.8)
     np.testing.assert_array_equal(base.X_train_, X)
@@ -347,7 +347,7 @@ def test_ard_input_map_weighs_features_by_their_lengthscales():
     box_offset, box_scale = box._input_map(np.r_[Xc, Xq])
     np.testing.assert_allclose(scale, box_scale / [1.0, 10.0])  # the 10-fold cap
     np.testing.assert_allclose(offset[0], box_offset[0])
-    Zc, Zq = ard._check_X(Xq)
+    Zc, Zq, _ = ard._check_X(Xq)
     Z = np.r_[Zc, Zq]
     assert Z[:, 0].min() == pytest.approx(-1.8) and Z[:, 0].max() == pytest.approx(1.8)
     assert Z[:, 1].min() == pytest.approx(-0.18) and Z[:, 1].max() == pytest.approx(0.18)
