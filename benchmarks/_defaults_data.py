@@ -346,6 +346,16 @@ def _family_member(name, rng):
     if name == "quadratic":
         a, c = rng.uniform(1, 3), rng.uniform(0.2, 0.8)
         return lambda x: a * (x - c) ** 2
+    if name in ("wiggle", "drift"):  # a smooth random process (random Fourier features)
+        a = rng.uniform(-2, 2) if name == "drift" else 0.0  # plus a line of slope 2a
+        b = rng.uniform(0.2, 1.0)
+        w, omega = rng.normal(size=50), rng.normal(size=50) / 0.15
+        phase = rng.uniform(0, 2 * np.pi, size=50)
+        return lambda x: 2 * a * (x - 0.5) + b * np.sqrt(2 / 50) * (
+            np.cos(np.outer(x, omega) + phase) @ w)
+    if name == "growth":
+        b, sign = rng.uniform(1, 4), rng.choice([-1.0, 1.0])
+        return lambda x: sign * np.exp(b * x)
     raise ValueError(f"unknown function family {name!r}")
 
 
@@ -353,7 +363,10 @@ def function_family(ctx, name, noise_std, n_tasks=16, n_context=(3, 12), n_query
                     seed=0):
     """Members of a function family on [0, 1] that is not a stationary GP: a sine of random
     amplitude, period and phase (``"periodic"``), a line of random slope plus a small sine
-    (``"trend"``), a unit step at a random place (``"step"``), a parabola (``"quadratic"``).
+    (``"trend"``), a unit step at a random place (``"step"``), a parabola (``"quadratic"``),
+    a random smooth wiggle (``"wiggle"``: a sum of 50 random cosines, an SE process of
+    lengthscale 0.15, with a random amplitude), a line of random slope plus such a wiggle
+    (``"drift"``), an exponential of random rate and sign (``"growth"``).
     Each task draws a member and its context and query points uniformly on [0, 1]; the
     noise is ``noise_std`` times the member's standard deviation at the drawn points.
     Metrics are on the functions' own scale."""

@@ -128,6 +128,34 @@ def test_bayes_opt_picks_records_the_candidate_thompson_sampling_evaluates(monke
     np.testing.assert_allclose(out["regret"][0], res.best_so_far + 3.86278)
 
 
+@pytest.mark.filterwarnings("ignore::sklearn.exceptions.ConvergenceWarning")
+def test_ndp_trend_tasks_put_the_context_and_queries_where_the_regime_says(monkeypatch):
+    """``ndp_trend.py``: 5-12 context points and 50 queries per task, in the regime's
+    intervals; the linear-kernel GPR baseline continues a line plus a wiggle, where the
+    constant-mean GPR returns to the mean."""
+    import numpy as np
+
+    monkeypatch.syspath_prepend(str(ROOT / "benchmarks"))
+    trend = _load("ndp_trend_under_test", ROOT / "benchmarks" / "ndp_trend.py")
+    for regime, ((c_lo, c_hi), (q_lo, q_hi)) in trend.REGIMES.items():
+        tasks = trend.tasks("drift", regime, 6, seed=0)
+        assert len(tasks) == 6
+        for xc, yc, xq, yq in tasks:
+            assert 5 <= len(xc) <= 12 and len(yc) == len(xc) and xq.shape == (50, 1)
+            assert yq.shape == (50,)
+            assert c_lo <= xc.min() and xc.max() <= c_hi
+            assert q_lo <= xq.min() and xq.max() <= q_hi
+    xc = np.linspace(0, 0.6, 12)[:, None]
+    xq = np.linspace(1.0, 2.0, 20)[:, None]
+
+    def f(x):
+        return 3 * x[:, 0] + 0.2 * np.sin(20 * x[:, 0])
+
+    const = trend.gpr_metrics(xc, f(xc), xq, f(xq), linear=False)
+    line = trend.gpr_metrics(xc, f(xc), xq, f(xq), linear=True)
+    assert line[1] < 0.1 and const[1] > 10  # MSE; measured 0.04 and 13.9
+
+
 def test_defaults_page_notes_stay_on_one_table_line():
     """A multi-line warning recorded with a row becomes one line of its table cell."""
     render = _load("_defaults_render_under_test", ROOT / "benchmarks" / "_defaults_render.py")
