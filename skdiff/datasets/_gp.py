@@ -10,7 +10,7 @@ from sklearn.utils._param_validation import StrOptions, validate_params
 
 from .._checks import Interval, memory_for
 
-__all__ = ["KERNELS", "gp_kernel", "make_gp_functions"]
+__all__ = ["KERNELS", "check_anisotropic", "gp_kernel", "make_gp_functions"]
 
 #: Kernel names understood by :func:`make_gp_functions` and :func:`gp_kernel`.
 KERNELS = ("se", "matern12", "matern32", "matern52", "periodic")
@@ -113,6 +113,16 @@ def _as_range(value, name):
     if lo < 1 or hi < lo:
         raise ValueError(f"'{name}' must satisfy 1 <= low <= high; got {value!r}.")
     return lo, hi
+
+
+def check_anisotropic(anisotropic, kernels):
+    """Refuse ``anisotropic=True`` with the ``"periodic"`` kernel, which takes one
+    lengthscale for all input dimensions (checked by :func:`make_gp_functions` and by
+    ``PriorConfig``, which draws through it)."""
+    if anisotropic and "periodic" in kernels:
+        raise ValueError("anisotropic=True draws one lengthscale per input dimension, which "
+                         "the 'periodic' kernel does not take; drop 'periodic' from 'kernel' "
+                         "or set anisotropic=False.")
 
 
 def _checked_prior(kernel, domain):
@@ -271,10 +281,7 @@ def make_gp_functions(n_functions, n_points, n_dims=1, *, kernel="se", lengthsca
     """
     rng = check_random_state(random_state)
     kernels, lo, hi = _checked_prior(kernel, domain)
-    if anisotropic and "periodic" in kernels:
-        raise ValueError("anisotropic=True draws one lengthscale per input dimension, which "
-                         "the 'periodic' kernel does not take; drop 'periodic' from 'kernel' "
-                         "or set anisotropic=False.")
+    check_anisotropic(anisotropic, kernels)
     n = int(n_functions)
     with memory_for(f"n_functions={n_functions} functions of n_points={n_points} points in "
                     f"n_dims={n_dims} dimensions",

@@ -34,7 +34,7 @@ from torch.utils.data import Dataset
 
 from .._checks import fit_scale
 from .._engine import FiniteLossGuard, Net, atomic_write, first_item, torch_seed
-from ..datasets._gp import KERNELS, gp_kernel, make_gp_functions
+from ..datasets._gp import KERNELS, check_anisotropic, gp_kernel, make_gp_functions
 from ..nn.ndp import NDPNoiseModel
 from .schedule import NoiseSchedule
 
@@ -142,10 +142,7 @@ class PriorConfig:
                              f"{self.kernel!r}.")
         if not isinstance(self.anisotropic, bool):
             raise ValueError(f"'anisotropic' must be True or False; got {self.anisotropic!r}.")
-        if self.anisotropic and "periodic" in self.kernels:
-            raise ValueError("'anisotropic' draws one lengthscale per input dimension, which "
-                             "the 'periodic' kernel does not take; drop 'periodic' from "
-                             "'kernel' or set anisotropic=False.")
+        check_anisotropic(self.anisotropic, self.kernels)
         if self.loss not in ("l1", "l2"):
             raise ValueError(f"'loss' must be 'l1' or 'l2'; got {self.loss!r}.")
         if not (isinstance(self.noise, numbers.Real) and math.isfinite(self.noise)
