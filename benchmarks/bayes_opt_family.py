@@ -15,12 +15,12 @@ al., 2008, with random parameters),
    then ``--n-iter`` evaluations, each where one joint posterior sample on 64 fresh uniform
    candidates is lowest) with four models: the family prior
    (``NDPRegressor(prior=<the trained prior>)``), the shipped ``gp`` prior
-   (``NDPRegressor(x_bounds=[(0, 1)])``), ``GaussianProcessRegressor`` (Matérn-5/2 refitted by
-   ML-II every iteration) and random search; with ``--local`` also the first three with half
-   the candidates drawn around the best point so far (``local_fraction=0.5``), as
-   ``<method>_local``. The ``gp`` prior ranks by a draw denoised from 8 joint samples
-   (``thompson_sampling(denoise="auto")``), or by one sample with ``--no-denoise`` (the
-   function's default, as for the family prior).
+   (``NDPRegressor(x_bounds=[(0, 1)], alpha=0)``), ``GaussianProcessRegressor``
+   (Matérn-5/2 refitted by ML-II every iteration) and random search; with ``--local``
+   also the first three with half the candidates drawn around the best point so far
+   (``local_fraction=0.5``), as ``<method>_local``. The ``gp`` prior ranks by a draw
+   denoised from 8 joint samples (``thompson_sampling(denoise="auto")``), or by one sample
+   with ``--no-denoise`` (the function's default, as for the family prior).
 
 Printed: the simple regret (best value so far minus the member's minimum on a 4001-point
 grid) against iterations, mean ± standard error over the members; with ``--json``, every
@@ -138,7 +138,8 @@ def main(argv=None):
     members = draw_members(args.n_seeds, args.seed + 10_000)  # never seen in training
     objectives = [(member(m), member(m)(GRID).min()) for m in members]
     models = {"random": lambda: "random", "gpr": lambda: bo_gpr(BOUNDS),
-              "ndp": (lambda: NDPRegressor(x_bounds=BOUNDS, n_samples=2, sampler=args.sampler),
+              "ndp": (lambda: NDPRegressor(x_bounds=BOUNDS, alpha=0.0, n_samples=2,
+                                           sampler=args.sampler),
                       {"denoise": False if args.no_denoise else "auto"}),
               "ndp_family": lambda: NDPRegressor(prior=prior, n_samples=2,
                                                  sampler=args.sampler)}

@@ -100,7 +100,7 @@ def main(argv=None):
     apply_runtime_args(args)
     objective, bounds, f_min = FUNCTIONS[args.function]
     def ndp(prior):
-        return lambda: NDPRegressor(prior=prior, x_bounds=bounds, n_samples=2,
+        return lambda: NDPRegressor(prior=prior, x_bounds=bounds, alpha=0.0, n_samples=2,
                                     sampler=args.sampler)
 
     def gpr():

@@ -135,7 +135,8 @@ def main(argv=None):
             if seed < args.sampler_seeds:
                 for sampler in args.samplers:
                     t0 = time.perf_counter()
-                    ndp = NDPRegressor(x_bounds=bounds, sampler=sampler, random_state=0)
+                    ndp = NDPRegressor(x_bounds=bounds, alpha=0.0, sampler=sampler,
+                                       random_state=0)
                     s = ndp.fit(X, yz).sample_posterior(
                         np.vstack([X, Q]), n_samples=args.sampler_samples, random_state=0)
                     mean = s.mean(1)

@@ -148,7 +148,7 @@ def main(argv=None):
     args = p.parse_args(argv)
     apply_runtime_args(args)
     objective, bounds, f_min = FUNCTIONS[args.function]
-    ndp = NDPRegressor(x_bounds=bounds, n_samples=2, random_state=0)
+    ndp = NDPRegressor(x_bounds=bounds, alpha=0.0, n_samples=2, random_state=0)
     ndp_box = clone(ndp).set_params(x_scaling="box")
     gpr = bo_gpr(bounds)
     seeds = range(args.n_seeds)

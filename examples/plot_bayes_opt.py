@@ -77,7 +77,8 @@ def plot_regret(regret):
     plt.show()
 
 
-regret = regret_runs({"NDP": lambda: NDPRegressor(x_bounds=bounds),
+# alpha=0: the objectives are deterministic, as thompson_sampling's default model assumes
+regret = regret_runs({"NDP": lambda: NDPRegressor(x_bounds=bounds, alpha=0.0),
                       "GPR (ML-II)": lambda: gpr(np.full(3, 0.3)),
                       "random": lambda: "random"},
                      [(hartmann3, HARTMANN3_MIN)] * len(seeds), bounds, n_iter)
@@ -131,7 +132,7 @@ grid = np.linspace(0, 1, 4001)[:, None]
 unit = [(0.0, 1.0)]
 family_regret = regret_runs(
     {"NDP, family prior": lambda: NDPRegressor(prior=prior),
-     "NDP, gp prior": lambda: NDPRegressor(x_bounds=unit),
+     "NDP, gp prior": lambda: NDPRegressor(x_bounds=unit, alpha=0.0),
      "GPR (ML-II)": lambda: gpr(0.3),
      "random": lambda: "random"},
     [(f, f(grid).min()) for f in draw(len(seeds))], unit, n_iter=10)

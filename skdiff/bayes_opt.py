@@ -253,8 +253,11 @@ def thompson_sampling(objective, bounds, *, model=None, n_iter=20, n_init=3, n_c
         Box of the search space.
     model : estimator, "random" or None, default=None
         A regressor with ``fit`` and ``sample_y``; ``None`` uses
-        ``NDPRegressor(x_bounds=bounds)`` (the bounds fix the input map, so every iteration
-        conditions the same prior); ``"random"``: random search, a uniform candidate.
+        ``NDPRegressor(x_bounds=bounds, alpha=0)``: the bounds fix the input map, so every
+        iteration conditions the same prior, and the evaluations are taken as exact up to
+        the prior's small noise floor, as suits a deterministic objective (for a noisy one
+        pass ``NDPRegressor(x_bounds=bounds)``, whose ``alpha="auto"`` estimates the
+        noise). ``"random"``: random search, a uniform candidate.
     n_iter : int, default=20
         Evaluations after the initial design.
     n_init : int, default=3
@@ -341,7 +344,7 @@ def thompson_sampling(objective, bounds, *, model=None, n_iter=20, n_init=3, n_c
     if model is None:
         from .ndp import NDPRegressor
 
-        model = NDPRegressor(x_bounds=b, random_state=rng.randint(2**31 - 1))
+        model = NDPRegressor(x_bounds=b, alpha=0.0, random_state=rng.randint(2**31 - 1))
     elif not isinstance(model, str):
         model = clone(model)
 
