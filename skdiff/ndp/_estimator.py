@@ -409,6 +409,7 @@ class NDPRegressor(RegressorMixin, EstimatorBase):
         if y_arr.dtype.kind not in "biufO":
             raise ValueError(f"NDPRegressor needs numeric targets; y has dtype {y_arr.dtype}.")
         X, y = validate_data(self, X, y, dtype=np.float64, y_numeric=True)
+        y = y.astype(np.float64, copy=False)  # bool, integer or float32 targets alike
         self._get_prior(X.shape[1], seed)
         self.x_bounds_ = self._checked_bounds(X.shape[1])
         idx = self._context_rows(len(X), seed)

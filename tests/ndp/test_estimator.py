@@ -475,3 +475,15 @@ def test_sampler_network_evaluations(data, params, sampler, n_evals, n_prior_eva
     assert est.set_params(sampler="ddpm").sampler_ == "ddpm"
     with pytest.raises(ValueError, match=r"'sampler' parameter .*'tiered'.*Got 'tired'"):
         NDPRegressor(sampler="tired").fit(X, y)
+
+
+def test_boolean_and_integer_targets_fit_as_their_float_values():
+    """y of dtype bool or int is fitted as the same values in float64 (the context's GP
+    behind alpha="auto" once failed on a boolean y with numpy's boolean subtract)."""
+    rng = np.random.RandomState(0)
+    X = rng.uniform(-2, 2, size=(12, 1))
+    y = X[:, 0] > 0
+    ref = NDPRegressor(random_state=0, **FAST).fit(X, y.astype(np.float64)).predict(X[:4])
+    for target in (y, y.astype(np.int64)):
+        pred = NDPRegressor(random_state=0, **FAST).fit(X, target).predict(X[:4])
+        np.testing.assert_array_equal(pred, ref)
