@@ -54,6 +54,14 @@ NDP_DOCS["sampling_parameters"] = ["X", "n_samples", "random_state"]
 
 
 @fill_doc(NDP_DOCS)
+def _psd_root(cov):
+    """A square root ``B`` (``B @ B.T == cov``) of a symmetric positive semi-definite
+    matrix, from its eigendecomposition with rounding-negative eigenvalues set to 0, so that
+    ``z @ B.T`` for standard normal rows ``z`` draws from a Gaussian of covariance ``cov``."""
+    w, V = np.linalg.eigh(cov)
+    return V * np.sqrt(np.clip(w, 0.0, None))
+
+
 class NDPRegressor(RegressorMixin, EstimatorBase):
     """Regression with a Neural Diffusion Process prior (a drop-in for GaussianProcessRegressor).
 
@@ -619,9 +627,8 @@ class NDPRegressor(RegressorMixin, EstimatorBase):
         # no residual GP: the line passes through every point, its slopes are certain
         cov = np.zeros((d + 1, d + 1)) if gp_res is None else self._gls(gp_res, H, y)[1]
         slope_cov = 0.5 * (cov[1:, 1:] + cov[1:, 1:].T)
-        w, V = np.linalg.eigh(slope_cov)
         self._trend = SimpleNamespace(centre=centre, spread=spread, beta=beta,
-                                      slope_root=V * np.sqrt(np.clip(w, 0.0, None)))
+                                      slope_root=_psd_root(slope_cov))
         self.trend_coef_ = beta[1:] / spread
         self.trend_intercept_ = float(beta[0] - centre @ self.trend_coef_)
         return gp_res
@@ -813,9 +820,7 @@ class NDPRegressor(RegressorMixin, EstimatorBase):
         rng = np.random.RandomState((seed + 1) % 2**32)
         if posterior is not None:  # every sample conditions on its own context draw
             mean, cov = posterior
-            w, V = np.linalg.eigh(cov)
-            draws = mean + rng.standard_normal((int(n_samples), len(mean))) @ (
-                V * np.sqrt(np.clip(w, 0.0, None))).T
+            draws = mean + rng.standard_normal((int(n_samples), len(mean))) @ _psd_root(cov).T
             y_context = draws[:, :, None] / (1.0 if r is None else r[:, None, None])
         trend_q = None
         if self._trend is not None:  # per-sample trends, standardised units
