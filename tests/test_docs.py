@@ -4,7 +4,13 @@ import inspect
 
 import pytest
 
-from skdiff import DIFFormerClassifier, FlowformerClassifier
+from skdiff import (
+    DIFFormerClassifier,
+    DIFFormerRegressor,
+    FlowformerClassifier,
+    FlowformerRegressor,
+    NDPRegressor,
+)
 from skdiff._docs import fill_doc, parse_docs
 
 DOCS = parse_docs("""
@@ -76,7 +82,8 @@ def test_an_unknown_placeholder_is_an_error():
 @pytest.mark.parametrize("method", [
     DIFFormerClassifier.fit, DIFFormerClassifier.partial_fit, DIFFormerClassifier.predict,
     FlowformerClassifier.partial_fit, FlowformerClassifier.predict,
-    FlowformerClassifier.sample_posterior])
+    FlowformerClassifier.sample_posterior, NDPRegressor.predict, NDPRegressor.sample_posterior,
+    NDPRegressor.sample_prior, NDPRegressor.sample_y, NDPRegressor.log_likelihood])
 def test_estimator_methods_have_no_placeholder_left_and_document_every_parameter(method):
     doc = inspect.getdoc(method)
     assert "%(" not in doc
@@ -85,3 +92,11 @@ def test_estimator_methods_have_no_placeholder_left_and_document_every_parameter
             continue
         shown = f"**{name}" if param.kind is param.VAR_KEYWORD else name
         assert f"\n{shown} :" in doc or f"\n{shown}\n" in doc, (method.__qualname__, shown)
+
+
+@pytest.mark.parametrize("estimator", [DIFFormerClassifier, DIFFormerRegressor,
+                                       FlowformerClassifier, FlowformerRegressor, NDPRegressor])
+def test_estimator_class_docstrings_have_no_placeholder_left(estimator):
+    """The shared entries (``%(device)s`` and the like) are filled in the class docstring,
+    which only happens when ``fill_doc`` decorates the class itself."""
+    assert "%(" not in estimator.__doc__

@@ -37,6 +37,14 @@ def auto_sampler(config):
     return "tiered" if fixed else "fast"
 
 
+def _psd_root(cov):
+    """A square root ``B`` (``B @ B.T == cov``) of a symmetric positive semi-definite
+    matrix, from its eigendecomposition with rounding-negative eigenvalues set to 0, so that
+    ``z @ B.T`` for standard normal rows ``z`` draws from a Gaussian of covariance ``cov``."""
+    w, V = np.linalg.eigh(cov)
+    return V * np.sqrt(np.clip(w, 0.0, None))
+
+
 #: Parameters shared by the sampling and prediction methods of NDPRegressor.
 NDP_DOCS = parse_docs("""
 X : array-like of shape (n_X, n_features)
@@ -54,14 +62,6 @@ NDP_DOCS["sampling_parameters"] = ["X", "n_samples", "random_state"]
 
 
 @fill_doc(NDP_DOCS)
-def _psd_root(cov):
-    """A square root ``B`` (``B @ B.T == cov``) of a symmetric positive semi-definite
-    matrix, from its eigendecomposition with rounding-negative eigenvalues set to 0, so that
-    ``z @ B.T`` for standard normal rows ``z`` draws from a Gaussian of covariance ``cov``."""
-    w, V = np.linalg.eigh(cov)
-    return V * np.sqrt(np.clip(w, 0.0, None))
-
-
 class NDPRegressor(RegressorMixin, EstimatorBase):
     """Regression with a Neural Diffusion Process prior (a drop-in for GaussianProcessRegressor).
 
