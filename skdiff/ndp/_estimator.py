@@ -690,19 +690,28 @@ class NDPRegressor(RegressorMixin, EstimatorBase):
         """Mean and covariance (standardised scale) of the context's values at the prior's
         noise level given the observations, whose noise is ``prior_noise + alpha_``.
 
-        Under the context's GP (signal kernel ``K`` fitted by ML-II; with a given ``alpha``
-        refitted with its white noise fixed at the total), the values :math:`y'` and the
-        observations :math:`y` are jointly Gaussian with covariances :math:`K + \\sigma_p^2 I`,
-        :math:`K` and :math:`K + (\\sigma_p^2 + \\alpha) I`."""
+        Under the context's GP (signal kernel :math:`K` fitted by ML-II; with a given
+        ``alpha`` refitted with its white noise fixed at the total), an observation is a
+        value at the prior's noise plus the extra noise, :math:`y = y' + \\epsilon`,
+        :math:`\\epsilon \\sim \\mathcal{N}(0, \\alpha I)`. So :math:`y'` and :math:`y`
+        are jointly Gaussian with covariances :math:`B = K + \\sigma_p^2 I`, :math:`B` and
+        :math:`C = K + (\\sigma_p^2 + \\alpha) I`, and :math:`y' \\mid y` has mean
+        :math:`B C^{-1} y` and covariance :math:`B - B C^{-1} B = \\alpha B C^{-1}` (the
+        second form has no cancellation as :math:`\\alpha \\to 0`). Conditioning a GP at
+        the prior's noise on these draws and averaging over them gives exactly the GP's
+        posterior given :math:`y` at the total noise; as :math:`\\alpha \\to 0` the draws
+        collapse onto the observations, as with ``alpha_ = 0``."""
         var = gp.y_scale ** 2
         total = (prior_noise + self.alpha_) / var
         gpr = gp.gpr
         if self.alpha != "auto":
             gpr = self._gp_fit(gp.X, gp.z, gp.n_lengthscales, noise=total)
         K = gpr.kernel_.k1(gp.X)
-        A = np.linalg.solve(K + total * np.eye(len(K)), K).T  # K (K + total I)^-1
+        eye = np.eye(len(K))
+        B = K + prior_noise / var * eye  # Cov(y', y') = Cov(y', y)
+        A = np.linalg.solve(K + total * eye, B).T  # B C^-1
         mean = A @ gp.z
-        cov = K + prior_noise / var * np.eye(len(K)) - A @ K
+        cov = self.alpha_ / var * A
         # from the GP's standardisation to the estimator's
         mean = (mean * gp.y_scale + gp.y_loc - self.y_mean_) / self.y_std_
         cov = 0.5 * (cov + cov.T) * (gp.y_scale / self.y_std_) ** 2

@@ -324,15 +324,15 @@ def test_noisy_context_by_per_sample_draws_of_its_values(task, extra):
     to the sampler's bias; conditioning on the noisy values as they are does not."""
     x, K, C, _ = task
     rng = np.random.default_rng(int(extra * 100))
-    K_f = K - 0.0025 * np.eye(len(x))  # the signal; K holds the prior's noise too
     K_obs = K.copy()
     K_obs[:C, :C] += extra * np.eye(C)
     y_obs = rng.multivariate_normal(np.zeros(C), K_obs[:C, :C])
     mu, Sig = gp_posterior(K_obs, C, y_obs)
-    # the context's values at the prior's noise level given the observations
-    A = K_f[:C, :C] @ np.linalg.inv(K_obs[:C, :C])
+    # the context's values at the prior's noise level given the observations, each an
+    # observation less its extra noise: Cov(values, observations) = K (prior noise included)
+    A = K[:C, :C] @ np.linalg.inv(K_obs[:C, :C])
     S = 3000
-    draws = rng.multivariate_normal(A @ y_obs, K[:C, :C] - A @ K_f[:C, :C], size=S)
+    draws = rng.multivariate_normal(A @ y_obs, K[:C, :C] - A @ K[:C, :C], size=S)
     sched = NoiseSchedule.official()
     xt = torch.as_tensor(x[:, None])
     torch.manual_seed(0)

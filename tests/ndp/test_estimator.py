@@ -384,15 +384,37 @@ def test_alpha_noisy_context_is_smoothed_through():
     assert plain.alpha_ == 0 and plain.context_posterior_ is None
     assert 0.05 < auto.alpha_ < 0.4  # true extra variance: 0.16 less the prior's
     assert auto.noise_variance_ == pytest.approx(plain.noise_variance_ + auto.alpha_, rel=1e-12)
-    # the context posterior is the GP's (sklearn's predictive at the context, whose
-    # diagonal holds the whole fitted noise, less alpha_)
+    # the context posterior: the values at the prior's noise given the observations, each
+    # an observation less its extra noise (dense reference in the units of y)
     mean, cov = auto.context_posterior_
+    mean, cov = mean * auto.y_std_ + auto.y_mean_, cov * auto.y_std_ ** 2
     gp = auto._context_gp(Xc, yc)
-    ref = GaussianProcessRegressor(gp.gpr.kernel_, optimizer=None, normalize_y=True)
-    m_ref, c_ref = ref.fit(gp.X, yc).predict(gp.X, return_cov=True)
-    np.testing.assert_allclose(mean * auto.y_std_ + auto.y_mean_, m_ref, atol=1e-6)
-    np.testing.assert_allclose(cov * auto.y_std_ ** 2,
-                               c_ref - auto.alpha_ * np.eye(20), atol=1e-6)
+    prior_noise = auto.noise_variance_ - auto.alpha_
+    K = gp.gpr.kernel_.k1(gp.X) * gp.y_scale ** 2
+    B = K + prior_noise * np.eye(20)
+    C_inv = np.linalg.inv(B + auto.alpha_ * np.eye(20))
+    np.testing.assert_allclose(mean, gp.y_loc + B @ C_inv @ (yc - gp.y_loc), atol=1e-6)
+    np.testing.assert_allclose(cov, B - B @ C_inv @ B, atol=1e-6)
+    # a GP at the prior's noise conditioned on those draws is, on average over them, the
+    # GP's posterior given the observations at the total noise (sklearn's predictive of
+    # the signal: whole fitted noise on the diagonal of its covariance, less it)
+    Xq_s = Xq[:10] / (Xc.max(0) - Xc.min(0))
+    Kqc = gp.gpr.kernel_.k1(Xq_s, gp.X) * gp.y_scale ** 2
+    Kqq = gp.gpr.kernel_.k1(Xq_s) * gp.y_scale ** 2
+    G = Kqc @ np.linalg.inv(B)
+    composed_mean = gp.y_loc + G @ (mean - gp.y_loc)
+    composed_cov = Kqq - G @ Kqc.T + G @ cov @ G.T
+    ref = GaussianProcessRegressor(gp.gpr.kernel_, optimizer=None).fit(gp.X, gp.z)
+    m_ref, c_ref = ref.predict(Xq_s, return_cov=True)
+    total = float(gp.gpr.kernel_.k2.noise_level)
+    assert total * gp.y_scale ** 2 == pytest.approx(auto.noise_variance_, rel=1e-9)
+    np.testing.assert_allclose(composed_mean, gp.y_loc + gp.y_scale * m_ref, atol=1e-6)
+    np.testing.assert_allclose(composed_cov, (c_ref - total * np.eye(10)) * gp.y_scale ** 2,
+                               atol=1e-6)
+    # as the extra noise vanishes, the draws collapse onto the observations (alpha=0)
+    tiny = NDPRegressor(random_state=0, alpha=1e-9, **FAST).fit(Xc, yc)
+    np.testing.assert_allclose(tiny.context_posterior_[0], plain.y_train_, atol=1e-5)
+    assert np.abs(tiny.context_posterior_[1]).max() < 1e-6
     # means closer to the function; 95 % intervals that cover new observations (passing
     # through the noisy values, alpha=0 covers 0.53 of them)
     (m_auto, s_auto), (m_plain, s_plain) = (e.predict(Xq, return_std=True)
