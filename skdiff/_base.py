@@ -106,6 +106,18 @@ TRAINING_PARAMETER_CONSTRAINTS: dict = {
 }
 
 
+def _same_value(a, b):
+    """Whether two parameter values are equal (arrays elementwise; incomparable: no)."""
+    if a is b:
+        return True
+    try:
+        if isinstance(a, np.ndarray) or isinstance(b, np.ndarray):
+            return bool(np.array_equal(a, b))
+        return bool(a == b)
+    except (TypeError, ValueError):
+        return False
+
+
 def available_devices():
     """The torch devices this process can use, e.g. ``["cpu", "cuda:0", "cuda:1", "mps"]``."""
     out = ["cpu"]
@@ -593,6 +605,17 @@ class NeuralEstimatorBase(EstimatorBase):
 
     _parameter_constraints: dict = dict(TRAINING_PARAMETER_CONSTRAINTS)
 
+    #: Parameters a warm start or ``partial_fit`` may change: they steer the training loop
+    #: (or, for ``n_init`` and ``accelerator``, only a fresh fit), not the network, its
+    #: inputs or what it predicts. Every other parameter must keep the value the network was
+    #: built with, or the continued fit would silently train a model its parameters do not
+    #: describe.
+    _WARM_START_FREE = frozenset({
+        "max_epochs", "lr", "weight_decay", "batch_size", "early_stopping",
+        "validation_fraction", "n_iter_no_change", "n_init", "warm_start", "n_threads",
+        "random_state", "verbose", "callbacks", "mixed_precision", "accelerator",
+    })
+
     #: How ``fit`` holds out validation rows for early stopping: ``"stratified"`` (a random
     #: stratified fraction: classifiers), ``"random"`` or ``"last"`` (the last rows in the
     #: given order, i.e. time order for windows of a series: no future window leaks).
@@ -652,6 +675,8 @@ class NeuralEstimatorBase(EstimatorBase):
             raise ValueError(f"{type(self).__name__} requires y to be passed, but the target y "
                              "is None.")
         warm = (partial or self.warm_start) and hasattr(self, "net_")
+        if warm:
+            self._check_warm_parameters(partial)
         with self._transaction(warm):
             self._prepare_fit(reset=not warm)
             data = self._make_data(X, y, reset=not warm, **fit_params)
@@ -662,8 +687,33 @@ class NeuralEstimatorBase(EstimatorBase):
                 self._train(None, train_ds, valid_ds, epochs=epochs)
             else:
                 self._train_inits(data, train, valid, train_ds, valid_ds, epochs)
+                self._network_params_ = self._network_parameters()
             self._finish_fit(data, train, valid)
         return self
+
+    def _network_parameters(self):
+        """The parameters that built the network: all but :attr:`_WARM_START_FREE`."""
+        return {name: value for name, value in self.get_params(deep=False).items()
+                if name not in self._WARM_START_FREE}
+
+    def _check_warm_parameters(self, partial):
+        """Refuse a warm start or ``partial_fit`` whose parameters no longer describe the
+        fitted network (a changed ``hidden_dim``, say, would otherwise be ignored)."""
+        built = getattr(self, "_network_params_", None)
+        if built is None:  # an estimator saved before the parameters were recorded
+            return
+        now = self._network_parameters()
+        changed = [name for name in sorted(built) if not _same_value(built[name], now.get(name))]
+        if changed:
+            how = "partial_fit continues" if partial else "warm_start=True continues"
+            listed = ", ".join(f"{name}={built[name]!r} (now {now.get(name)!r})"
+                               for name in changed)
+            raise ValueError(
+                f"{type(self).__name__}: {how} the fitted network, which was built with "
+                f"{listed}. Restore {'that value' if len(changed) == 1 else 'those values'}, "
+                "or set warm_start=False to fit a new network with the new parameters. "
+                f"Only training parameters may change between warm fits: "
+                f"{', '.join(sorted(self._WARM_START_FREE))}.")
 
     def _needs_validation_rows(self, data):
         """Whether ``early_stopping="auto"`` holds out validation rows below
@@ -877,9 +927,13 @@ class NeuralEstimatorBase(EstimatorBase):
             self.net_ = self._make_net(module, train_ds, valid_ds)
             self.net_.initialize()
         else:
-            # a continued net trains with the estimator's current training parameters
+            # a continued net trains with the estimator's current training parameters (those
+            # of _WARM_START_FREE that act on the net; the others are refused or unused)
             self.net_.set_params(lr=self.lr, max_epochs=self.max_epochs,
-                                 optimizer__weight_decay=self.weight_decay)
+                                 optimizer__weight_decay=self.weight_decay,
+                                 batch_size=self._net_kwargs()["batch_size"],
+                                 verbose=int(self.verbose > 1))
+            self.net_.autocast_dtype = _AUTOCAST[getattr(self, "mixed_precision", None)]
             self._rebind_callbacks(train_ds, valid_ds)
         self.net_.set_params(
             train_split=predefined_split(valid_ds) if valid_ds is not None else None)

@@ -68,7 +68,10 @@ n_init : int
     every score. A warm start or ``partial_fit`` continues the kept network.
 warm_start : bool
     Continue training the fitted network (keeping its scalers and classes) on the next
-    ``fit``.
+    ``fit``, with the current training parameters (``max_epochs``, ``lr``,
+    ``weight_decay``, ``batch_size``, early stopping, ``callbacks``, ...). A parameter that
+    built the network (its size, its options) must keep its fitted value: a changed one is
+    an error, as in ``partial_fit``; set ``warm_start=False`` to fit a new network.
 device : str or torch.device
     Where the network runs: any device :class:`torch.device` parses (``'cpu'``,
     ``'cuda'``, ``'cuda:1'``, ``'mps'``, ...) or ``'auto'``: CUDA when available (the GPU

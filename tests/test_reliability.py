@@ -105,6 +105,56 @@ def test_a_failed_warm_start_restores_the_network_it_was_training(series):
     assert reg.module_ is module and len(reg.history_) > n_epochs
 
 
+@pytest.mark.parametrize("change", [{"hidden_dim": 8}, {"causal": True},
+                                    {"uncertainty": "mc_dropout"}, {"dropout": 0.3}])
+def test_a_warm_start_refuses_parameters_the_network_was_not_built_with(series, change):
+    # continuing the fitted network would silently ignore them: get_params() would no
+    # longer describe the model
+    X, y = series
+    reg = FlowformerRegressor(**{**FLOW, "max_epochs": 2}, warm_start=True).fit(X, y)
+    before, n_epochs = _state(reg), len(reg.history_)
+    (name, value), = change.items()
+    built = reg.get_params()[name]
+    with pytest.raises(ValueError, match=rf"warm_start=True continues the fitted network, "
+                                         rf"which was built with {name}={built!r} \(now "
+                                         rf"{value!r}\).*warm_start=False"):
+        reg.set_params(**change).fit(X, y)
+    with pytest.raises(ValueError, match=r"partial_fit continues the fitted network"):
+        reg.partial_fit(X, y)
+    _same_state(before, _state(reg))
+    assert len(reg.history_) == n_epochs
+    reg.set_params(**{name: built}).fit(X, y)  # restored, the warm start trains on
+    assert len(reg.history_) == 2 * n_epochs
+    # a new network for the new value
+    assert reg.set_params(warm_start=False, **change).fit(X, y).get_params()[name] == value
+
+
+def test_a_warm_start_trains_with_the_current_training_parameters(series):
+    X, y = series
+    reg = FlowformerRegressor(**{**FLOW, "max_epochs": 1}, warm_start=True,
+                              batch_size=16).fit(X, y)
+    seen = []
+
+    class Batches(Callback):
+        def on_batch_begin(self, net, batch=None, training=False, **kwargs):
+            if training:
+                seen.append(len(batch[0]) if isinstance(batch, (tuple, list)) else None)
+
+    reg.set_params(batch_size=64, max_epochs=2, lr=5e-4, callbacks=[Batches()]).fit(X, y)
+    assert max(seen) == 64 and len(reg.history_) == 3
+    assert reg.net_.optimizer_.param_groups[0]["lr"] == pytest.approx(5e-4)
+
+
+def test_a_warm_start_of_difformer_refuses_a_new_network_size():
+    rng = np.random.RandomState(0)
+    X = rng.normal(size=(80, 4))
+    y = (X[:, 0] > 0).astype(int)
+    clf = DIFFormerClassifier(hidden_dim=8, n_layers=1, max_epochs=2, warm_start=True,
+                              random_state=0).fit(X, y)
+    with pytest.raises(ValueError, match=r"built with hidden_dim=8 \(now 16\)"):
+        clf.set_params(hidden_dim=16).fit(X, y)
+
+
 def test_a_failed_first_fit_leaves_an_unfitted_estimator(series):
     X, y = series
     reg = FlowformerRegressor(**{**FLOW, "lr": 1e4})
