@@ -209,5 +209,36 @@ def test_ncl_layout_equals_the_transposed_nlc_array():
     nlc = FlowformerRegressor(**FLOW).fit(X, y)
     ncl = FlowformerRegressor(**FLOW, layout="NCL").fit(X.transpose(0, 2, 1), y)
     np.testing.assert_allclose(ncl.predict(X.transpose(0, 2, 1)), nlc.predict(X), rtol=1e-6)
-    with pytest.warns(UserWarning, match="pass layout='NCL'"):
+    with pytest.warns(UserWarning, match="pass layout='NCL'") as caught:
         FlowformerRegressor(**{**FLOW, "max_epochs": 1}).fit(X.transpose(0, 2, 1), y)
+    assert caught[0].filename == __file__  # the warning points at the caller's line
+
+
+@pytest.mark.parametrize("Est", [FlowformerRegressor, FlowformerClassifier])
+def test_ncl_layout_checks_the_sequence_length_and_channels(Est):
+    # n_features_in_ is the sequence length in both layouts, so predict refuses another
+    # length, even with a skip and pooling that could run on it
+    rng = np.random.RandomState(0)
+    X = rng.normal(size=(60, 3, 24))  # (n, C, L)
+    y = X[:, 0, -1] if Est is FlowformerRegressor else (X[:, 0, -1] > 0).astype(int)
+    est = Est(**{**FLOW, "max_epochs": 1}, layout="NCL", skip="level").fit(X, y)
+    assert (est.n_features_in_, est.sequence_length_, est.n_channels_in_) == (24, 24, 3)
+    with pytest.raises(ValueError, match="X has 20 features, but .* expecting 24 features"):
+        est.predict(X[:5, :, :20])
+    with pytest.raises(ValueError, match=r"X has 2 channels but .* fitted on 3; pass "
+                                         r"sequences with the 3 channels .*axis 1"):
+        est.predict(X[:5, :2])
+
+
+def test_a_dataframe_of_series_gets_the_conversion_to_3d():
+    # sktime's and aeon's nested format: one series per cell
+    pd = pytest.importorskip("pandas")
+    rng = np.random.RandomState(0)
+    X = rng.normal(size=(20, 2, 12))
+    nested = pd.DataFrame({f"dim_{c}": [pd.Series(X[i, c]) for i in range(20)]
+                           for c in range(2)})
+    with pytest.raises(ValueError, match="cells hold whole series.*layout='NCL'"):
+        FlowformerRegressor(**FLOW).fit(nested, X[:, 0, -1])
+    # the conversion the message gives is the (n, C, L) array
+    converted = np.stack([np.stack(row) for row in nested.to_numpy()])
+    np.testing.assert_array_equal(converted, X)

@@ -16,7 +16,14 @@ __all__ = ["check_ragged", "logistic_skip", "ridge_skip"]
 
 
 def check_ragged(X):
-    """Refuse a ragged list of sequences with an error that says what to do."""
+    """Refuse a ragged list of sequences, or a DataFrame of series (sktime's nested
+    format), with an error that says what to do."""
+    if _holds_series_in_cells(X):
+        raise ValueError(
+            "X is a DataFrame whose cells hold whole series (the nested format of sktime "
+            "and aeon); pass a 3-D array (n_samples, n_channels, length) with layout='NCL' "
+            "instead, e.g. np.stack([np.stack(row) for row in X.to_numpy()]) (every series "
+            "of the same length).")
     if hasattr(X, "shape") or hasattr(X, "__array__"):
         return
     try:
@@ -27,6 +34,14 @@ def check_ragged(X):
                 "X is ragged: every sequence must have the same length (and channels). Pad "
                 "or crop them, or cut a long series with skdiff.datasets.make_windows."
             ) from exc
+
+
+def _holds_series_in_cells(X):
+    """Whether ``X`` is a pandas DataFrame whose cells are sequences, not numbers."""
+    if not hasattr(X, "iloc") or getattr(X, "ndim", 0) != 2 or 0 in X.shape:
+        return False
+    cell = X.iloc[0, 0]
+    return hasattr(cell, "__len__") and not isinstance(cell, (str, bytes))
 
 
 #: Ridge penalties (times the number of rows) tried for the skip on the validation rows.

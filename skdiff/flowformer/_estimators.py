@@ -19,7 +19,13 @@ from .._base import (
     NeuralEstimatorBase,
     StrOptions,
 )
-from .._checks import check_sample_weight, check_target_length, fit_scale, validate_data
+from .._checks import (
+    caller_stacklevel,
+    check_sample_weight,
+    check_target_length,
+    fit_scale,
+    validate_data,
+)
 from .._docs import fill_doc, parse_docs
 from .._engine import StartAsEpochZero, float64_copy
 from .._graph import check_adjacency
@@ -213,6 +219,10 @@ class _FlowformerBase(NeuralEstimatorBase):
         """Validate X (n, L) or (n, L, C) -> scaled float32 (n, L, C); when ``reset``, sets
         the shape attributes and the per-channel scaler (weighted by ``sample_weight``)."""
         check_ragged(X)
+        if self.layout == "NCL" and np.ndim(X) == 3:
+            # validated in (samples, length, channels) order, as "NLC" is: n_features_in_ is
+            # the sequence length in both layouts, and predict checks it
+            X = np.asarray(X).transpose(0, 2, 1)
         X = validate_data(self, X, allow_nd=True, dtype=(np.float64, np.float32), reset=reset)
         if X.ndim > 3:
             raise ValueError(
@@ -220,19 +230,21 @@ class _FlowformerBase(NeuralEstimatorBase):
                 f"got an array of shape {X.shape}.")
         if X.ndim == 2:
             X = X[:, :, None]
-        elif self.layout == "NCL":
-            X = np.ascontiguousarray(X.transpose(0, 2, 1))
-        elif reset and (X.shape[1] == 1 or X.shape[1] < X.shape[2]):
+        elif reset and self.layout == "NLC" and (X.shape[1] == 1 or X.shape[1] < X.shape[2]):
             warnings.warn(
                 f"X of shape {X.shape} is read as (samples, length, channels): {X.shape[1]} "
                 f"time steps of {X.shape[2]} channels. If it is (samples, channels, length), "
-                "as sktime and aeon store series, pass layout='NCL'.", UserWarning, stacklevel=4)
+                "as sktime and aeon store series, pass layout='NCL'.", UserWarning,
+                stacklevel=caller_stacklevel())
         if reset:
             self.n_channels_in_ = X.shape[2]
             self.sequence_length_ = X.shape[1]
         elif X.shape[2] != self.n_channels_in_:
+            axis = 1 if self.layout == "NCL" else 2
             raise ValueError(f"X has {X.shape[2]} channels but {type(self).__name__} was "
-                             f"fitted on {self.n_channels_in_}.")
+                             f"fitted on {self.n_channels_in_}; pass sequences with the "
+                             f"{self.n_channels_in_} channels of fit (axis {axis} of 3-D X "
+                             f"with layout={self.layout!r}).")
         if reset:
             w = None if sample_weight is None else np.repeat(sample_weight, X.shape[1])
             self.x_mean_, self.x_scale_ = fit_scale(X.reshape(-1, X.shape[2]), weights=w,
@@ -299,7 +311,10 @@ class _FlowformerBase(NeuralEstimatorBase):
         if reset:
             self._check_model_params()
         self._channel_graph(adjacency, reset)
-        return FitData(rows=np.arange(len(Xs)), strata=strata,
+        # rows of zero weight carry nothing to fit or to score: they are neither trained on
+        # nor held out, so the validation rows that early stopping scores all count
+        rows = np.flatnonzero(weights > 0)
+        return FitData(rows=rows, strata=None if strata is None else strata[rows],
                        extra=dict(X=Xs, targets=targets, weights=weights))
 
     def _n_network_outputs(self):  # pragma: no cover - the task layer's

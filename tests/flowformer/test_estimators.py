@@ -631,3 +631,21 @@ def test_univariate_forecast_is_equivariant_to_the_units_of_y():
     pred = FlowformerRegressor(**kw).fit(X, y).predict(X[-20:])
     pred2 = FlowformerRegressor(**kw).fit(X, 250.0 * y - 3.0).predict(X[-20:])
     np.testing.assert_allclose(pred2, 250.0 * pred - 3.0, rtol=1e-4, atol=1e-3)
+
+
+def test_rows_of_weight_zero_are_as_if_absent(waves):
+    # neither trained on nor held out: early stopping scores the last rows of positive
+    # weight, and the fit equals the fit without the zero-weight rows
+    X, y = waves
+    X, y = X[:200], y[:200]
+    w = np.ones(len(X))
+    w[-20:] = 0.0  # the rows the validation split would otherwise hold out
+    w[50:60] = 0.0
+    kw = dict(FAST, max_epochs=4, early_stopping=True)
+    weighted = FlowformerRegressor(**kw).fit(X, y, sample_weight=w)
+    kept = w > 0
+    dropped = FlowformerRegressor(**kw).fit(X[kept], y[kept])
+    valid = weighted.history_[:, "valid_loss"]
+    assert np.all(np.abs(valid) > 0)
+    np.testing.assert_allclose(valid, dropped.history_[:, "valid_loss"], rtol=1e-5)
+    np.testing.assert_allclose(weighted.predict(X), dropped.predict(X), rtol=1e-4, atol=1e-5)
