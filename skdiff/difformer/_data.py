@@ -127,9 +127,14 @@ class FeatureScaling:
 
             F = normalize(F.astype(np.float64), norm="l1")
         elif self.how_ == "standard":
-            if sp.issparse(F):
-                F = sp.csr_matrix(F, dtype=np.float64) @ sp.diags(1.0 / self.scale_)
+            # the transform is the one fitted, whatever the format of F: fitted on a sparse
+            # matrix the columns are only divided; fitted on dense features they are centred
+            # too (a sparse F is then made dense, as centring would make it anyway)
+            if self.mean_ is None:
+                F = (sp.csr_matrix(F, dtype=np.float64) @ sp.diags(1.0 / self.scale_)
+                     if sp.issparse(F) else np.asarray(F, dtype=np.float64) / self.scale_)
             else:
+                F = F.toarray() if sp.issparse(F) else F
                 F = (np.asarray(F, dtype=np.float64) - self.mean_) / self.scale_
         return sp.csr_matrix(F, dtype=np.float32) if sp.issparse(F) else \
             np.asarray(F, dtype=np.float32)

@@ -187,8 +187,10 @@ y : array-like of shape (n_samples,), or (n_samples, n_outputs) for the regresso
 adjacency : {array-like, sparse matrix} of shape (n_samples, n_samples)
     Graph among the rows of ``X`` (features mode): adds the graph term, and in prediction
     makes the rows of ``X`` attend to each other in one joint forward (the paper's
-    transductive setting) instead of to the stored training rows. Pass either
-    ``adjacency`` or ``graph``, not both.
+    transductive setting) instead of to the stored training rows. Edges are undirected
+    (an asymmetric matrix is symmetrised as ``max(A, A.T)``) and may be weighted; the
+    diagonal is ignored (the graph term gives every row a self-loop of its own). Pass
+    either ``adjacency`` or ``graph``, not both.
 graph : Graph
     A :class:`~skdiff.Graph` whose nodes are the samples (graph mode); ``X`` then holds
     node ids. In prediction, ``None`` uses the graph of ``fit`` when the estimator was
@@ -316,8 +318,10 @@ class _DIFFormerBase(NeuralEstimatorBase):
         weights = check_sample_weight(sample_weight, n_rows)
         targets, labelled, strata, weights = self._targets(y, reset=reset, classes=classes,
                                                            weights=weights)
+        # a labelled row of weight 0 is an unlabelled row, here as everywhere in fit
+        labelled = labelled & (weights > 0)
         inputs = self._with_neighbors_graph(inputs, labelled, reset)
-        rows = np.flatnonzero(labelled & (weights > 0))
+        rows = np.flatnonzero(labelled)
         if rows.size == 0:
             raise ValueError("The sample weights are zero on every labelled row; nothing to "
                              "train on.")
@@ -329,6 +333,12 @@ class _DIFFormerBase(NeuralEstimatorBase):
                                  f"row of X ({n_rows},); got dtype {mask.dtype} and shape "
                                  f"{mask.shape}.")
             valid_rows = np.intersect1d(np.flatnonzero(mask), rows)
+            if valid_rows.size == 0:
+                raise ValueError(
+                    f"'validation_mask' marks {np.count_nonzero(mask)} rows, none of them "
+                    "labelled (with a positive weight), so early stopping would have nothing "
+                    "to score; mark labelled rows to hold out, or pass validation_mask=None "
+                    "for a random validation_fraction of them.")
             if valid_rows.size == rows.size:
                 raise ValueError(
                     f"'validation_mask' marks all {rows.size} labelled rows, which leaves none "
@@ -761,8 +771,9 @@ class DIFFormerClassifier(ClassifierTask, _DIFFormerBase):
         (Euclidean, on the scaled features, symmetrised) become its edges, as the paper
         builds k-NN graphs for its image and text data. The graph enters the network's graph
         term and ``label_propagation``; new rows at ``predict`` are isolated nodes.
-        ``"auto"``: a 10-NN graph for semi-supervised fits (some rows unlabelled) of at
-        most 20,000 rows, none otherwise; an int: always without a given graph; ``None``:
+        ``"auto"``: a 10-NN graph (at most ``n_samples - 1`` neighbours) for
+        semi-supervised fits (some rows unlabelled, or of weight 0) of at most 20,000 rows,
+        none otherwise; an int: always without a given graph; ``None``:
         never. A given ``adjacency`` or ``graph`` always takes precedence.
     label_propagation : "auto" or bool, default="auto"
         With a graph, spread the known labels along its edges on top of the network's
@@ -878,7 +889,9 @@ class DIFFormerClassifier(ClassifierTask, _DIFFormerBase):
             k = self.n_neighbors
             if k == "auto":
                 semi = not labelled.all()
-                k = AUTO_NEIGHBORS if semi and inputs.n <= AUTO_NEIGHBORS_MAX_ROWS else 0
+                # at most n - 1 neighbours: a small fit gets the graph of all its rows
+                k = (min(AUTO_NEIGHBORS, inputs.n - 1)
+                     if semi and inputs.n <= AUTO_NEIGHBORS_MAX_ROWS else 0)
             self.n_neighbors_ = 0 if inputs.has_graph or k is None else int(k)
         k = getattr(self, "n_neighbors_", 0)
         if inputs.has_graph or not k:

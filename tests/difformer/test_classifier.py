@@ -348,3 +348,50 @@ def test_sample_posterior_without_dropout_warns_and_repeats_the_prediction(plant
     assert S.shape == (5, 3, 3)
     np.testing.assert_allclose(S, np.repeat(clf.predict_proba(X[:5])[..., None], 3, -1),
                                rtol=1e-6)
+
+
+def test_validation_mask_of_no_labelled_row_is_refused(planted):
+    X, y, A = planted
+    y_semi = np.where(np.arange(len(y)) % 2 == 0, y, -1)
+    clf = DIFFormerClassifier(**dict(FAST, max_epochs=2, random_state=0))
+    for mask in (y_semi == -1, np.zeros(len(y), bool)):
+        with pytest.raises(ValueError, match=rf"'validation_mask' marks {mask.sum()} rows, "
+                                             r"none of them labelled.*validation_mask=None"):
+            clf.fit(X, y_semi, adjacency=A, validation_mask=mask)
+
+
+def test_a_labelled_row_of_weight_zero_is_an_unlabelled_row_without_a_graph():
+    # the automatic k-NN graph and label propagation of a semi-supervised fit take the
+    # rows of weight 0 as unlabelled, as the loss does
+    X, y = load_digits(return_X_y=True)
+    X, y = X[:300], y[:300]
+    hidden = np.arange(300) % 3 == 0
+    kw = dict(FAST, max_epochs=5, random_state=0)
+    weighted = DIFFormerClassifier(**kw).fit(X, y, sample_weight=(~hidden).astype(float))
+    masked = DIFFormerClassifier(**kw).fit(X, np.where(hidden, -1, y))
+    assert weighted.n_neighbors_ == masked.n_neighbors_ > 0
+    assert weighted.label_propagation_ == masked.label_propagation_
+    np.testing.assert_allclose(weighted.predict_proba(X), masked.predict_proba(X), atol=1e-6)
+
+
+@pytest.mark.parametrize("fit_sparse", [False, True])
+def test_features_scale_alike_whether_sparse_or_dense(fit_sparse):
+    # the standardisation is the one fitted (centred after a dense fit, divided only after a
+    # sparse one), whatever the format of the features given to predict
+    from skdiff import DIFFormerRegressor
+
+    rng = np.random.RandomState(0)
+    X = rng.normal(size=(120, 6))
+    X[X < 0.3] = 0.0
+    X[:, 0] -= 0.5  # negative values: "standard" scaling
+    y = (X[:, 1] > 0.5).astype(int)
+    fit_X = sp.csr_matrix(X) if fit_sparse else X
+    kw = dict(FAST, max_epochs=3, random_state=0)
+    clf = DIFFormerClassifier(**kw).fit(fit_X, y)
+    reg = DIFFormerRegressor(**kw).fit(fit_X, 2.0 * X[:, 1])
+    assert clf.feature_scaling_ == reg.feature_scaling_ == "standard"
+    # equal up to float32 rounding (a sparse input runs sparse products)
+    np.testing.assert_allclose(clf.predict_proba(X), clf.predict_proba(sp.csr_matrix(X)),
+                               rtol=1e-5, atol=1e-7)
+    np.testing.assert_allclose(reg.predict(X), reg.predict(sp.csr_matrix(X)), rtol=1e-5,
+                               atol=1e-7)
