@@ -262,7 +262,10 @@ class RegressorTask(RegressorMixin, EstimatorBase):
             raise ValueError(f"y of {type(self).__name__} must be numbers ({exc}); a regressor "
                              "needs numeric targets (for labels, use a classifier).") from exc
         if y.ndim not in (1, 2):
-            raise ValueError(f"y must be 1-D or 2-D (n_samples, n_outputs); got shape {y.shape}.")
+            raise ValueError(
+                f"y must be 1-D or 2-D (n_samples, n_outputs); got shape {y.shape}. Flatten "
+                "the outputs of each row first, e.g. y.reshape(len(y), -1) for the "
+                "(n, horizon, channels) targets of skdiff.datasets.make_windows.")
         y2 = y.reshape(len(y), -1)
         nan = np.isnan(y2)
         labelled = ~nan.any(axis=1)

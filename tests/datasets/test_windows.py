@@ -53,3 +53,8 @@ def test_errors():
         make_windows(np.zeros(5), 1, 1, target=0)
     with pytest.raises(TypeError, match="numeric"):
         make_windows(np.array(list("abcdef")), 1, 1)
+
+
+def test_an_empty_target_is_refused():
+    with pytest.raises(ValueError, match=r"'target' must be channel indices in \[0, 3\)"):
+        make_windows(np.zeros((20, 3)), window=4, horizon=1, target=np.array([], dtype=int))
