@@ -151,6 +151,10 @@ def save_prior(name, config, state_dict, *, directory=None, dtype=torch.float16,
         The paths written. The manifest holds the weights file's SHA-256, checked by
         :func:`load_prior_file` (and ``NDPRegressor(prior=pt)``) before loading.
     """
+    if not isinstance(name, str) or not name or "/" in name or "\\" in name \
+            or name in (".", ".."):
+        raise ValueError(f"name must be a non-empty file name without slashes (the files "
+                         f"are written in 'directory'); got {name!r}.")
     pt, js = _paths(name, config.n_dims, directory)
     pt.parent.mkdir(parents=True, exist_ok=True)
     buf = io.BytesIO()
@@ -267,7 +271,10 @@ def _network(config, state, what, device, remedy=""):
     if bad:
         raise PriorWeightsError(f"{what} hold non-finite values ({bad[0]}"
                                 f"{' and others' if len(bad) > 1 else ''}). {remedy}")
-    module = config.network()
+    # the weights are loaded over the random initialisation: drawing it from a forked
+    # generator leaves the caller's torch random state as it was
+    with torch.random.fork_rng(devices=[]):
+        module = config.network()
     try:
         module.load_state_dict({k: v.float() if v.is_floating_point() else v
                                 for k, v in state.items()})

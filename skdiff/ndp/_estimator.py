@@ -13,7 +13,7 @@ from scipy.stats import chi2
 from sklearn.base import RegressorMixin
 
 from .._base import EstimatorBase, Interval, StrOptions, check_is_fitted, validate_data
-from .._checks import check_n_samples, fit_scale
+from .._checks import caller_stacklevel, check_n_samples, fit_scale
 from .._docs import fill_doc, parse_docs
 from .._engine import draw_seed, error_line, out_of_memory_as, torch_seed
 from ..diffusion.priors import TrainedPrior
@@ -59,6 +59,12 @@ random_state : int, RandomState instance or None
     calls. The caller's torch random state is left untouched.
 """)
 NDP_DOCS["sampling_parameters"] = ["X", "n_samples", "random_state"]
+
+
+#: Residuals from a fitted trend whose spread is below this fraction of the values' largest
+#: magnitude are taken as an exact fit (about 5,000 float64 epsilons: the rounding of the
+#: generalised least squares that fitted it).
+_EXACT_FIT = 1e-12
 
 
 @fill_doc(NDP_DOCS)
@@ -249,7 +255,9 @@ class NDPRegressor(RegressorMixin, EstimatorBase):
     random_state : int, RandomState or None, default=None
         Seeds the choice of the context rows beyond ``max_context``, prior training and
         ``predict``'s Monte Carlo noise (through ``seed_``): a fitted estimator's ``predict``
-        is deterministic.
+        is deterministic. With ``None`` or a ``RandomState`` a prior trained for
+        ``pretrained=False`` is trained from a fixed seed, so that all fits of its
+        configuration share one cached prior.
     verbose : int, default=0
         ``1``: a progress bar over the sampler's network evaluations in ``predict`` and
         ``sample_posterior`` (one per block of query points) and over the epochs of prior
@@ -428,7 +436,7 @@ class NDPRegressor(RegressorMixin, EstimatorBase):
         if self._trend is not None:
             y_context = y_context - self._trend_at(self.X_train_)
         self.x_lengthscales_ = None if gp is None or not gp.ard else gp.lengthscales
-        self._set_target_scale(y_context)
+        self._set_target_scale(y_context, values=y[idx])
         self.y_train_ = (y_context - self.y_mean_) / self.y_std_
         with np.errstate(over="ignore"):  # inf for targets beyond float64's squares
             prior_noise = float(np.float64(self.prior_config_.noise)
@@ -439,11 +447,12 @@ class NDPRegressor(RegressorMixin, EstimatorBase):
                                    if self.alpha_ else None)
         return self
 
-    def _set_target_scale(self, y):
+    def _set_target_scale(self, y, values=None):
         """``y_mean_`` and ``y_std_``: the standardisation of ``y`` (identity without
         ``normalize_y``): the family's units for a prior trained on functions (a few points
         cannot estimate the level and scale; the family can), else the context's mean and
-        the amplitude its spread implies under the prior (``y`` holds the context rows)."""
+        the amplitude its spread implies under the prior (``y`` holds the context rows, or
+        their residuals from the trend, fitted to ``values``)."""
         self.scale_dof_ = None
         if not self.normalize_y:
             self.y_mean_, self.y_std_ = 0.0, 1.0
@@ -456,10 +465,18 @@ class NDPRegressor(RegressorMixin, EstimatorBase):
                 f"NDPRegressor needs at least 2 training samples to standardise y; got "
                 f"{len(y)} sample. Pass normalize_y=False if y is already on the prior's scale.")
         mean, scale, constant = fit_scale(y[:, None], name="y", return_constant=True)
+        exact_trend = (self._trend is not None and not constant[0]
+                       and scale[0] <= _EXACT_FIT * np.max(np.abs(values)))
+        if exact_trend:
+            # residuals at the rounding level of the values the trend was fitted to: their
+            # own spread is noise of the arithmetic, not of the process
+            scale, constant = np.ones(1), np.ones(1, dtype=bool)
         if constant[0]:
-            warnings.warn("y is constant; NDPRegressor uses a unit scale for it, so the "
-                          "posterior is the prior's around that constant.", UserWarning,
-                          stacklevel=4)
+            what = ("y is exactly linear in X (its residuals from the fitted trend are "
+                    "rounding errors)" if self._trend is not None else "y is constant")
+            warnings.warn(f"{what}; NDPRegressor uses a unit scale for it, so the posterior "
+                          f"is the prior's around that {'line' if self._trend else 'constant'}.",
+                          UserWarning, stacklevel=caller_stacklevel())
         else:
             # the context's spread is that of a few (often correlated) values of the
             # process: divide by what the prior's own functions show at these inputs
@@ -513,7 +530,15 @@ class NDPRegressor(RegressorMixin, EstimatorBase):
         self.schedule_ = config.schedule().to(self.device_)
 
     def _trained_prior(self, config, seed):
-        """A prior of ``config`` trained (or read from the disk cache) for this estimator."""
+        """A prior of ``config`` trained (or read from the disk cache) for this estimator.
+
+        An int ``random_state`` seeds its training through the fit's seed; without one
+        (``None`` or a ``RandomState``, which give every fit its own seed) the prior is
+        trained from seed 0, so that every fit of the configuration, e.g. the folds of a
+        cross-validation, reuses one cached prior instead of training its own.
+        """
+        if not isinstance(self.random_state, numbers.Integral):
+            seed = 0
         return trained_prior(
             config, max_epochs=int(self.max_epochs), steps_per_epoch=int(self.steps_per_epoch),
             seed=seed, device=self.device_,
@@ -952,7 +977,7 @@ class NDPRegressor(RegressorMixin, EstimatorBase):
         _, Z, X = self._check_X(X, context=False)
         n_samples = check_n_samples(n_samples)
         dev = self.device_
-        with torch_seed(draw_seed(random_state), dev), torch.no_grad():
+        with torch_seed(draw_seed(random_state), dev), torch.no_grad(), self._threads():
             ys = prior_sample(
                 self._eps_model(), self.schedule_,
                 torch.as_tensor(Z, dtype=torch.float32, device=dev), n_samples=n_samples,
@@ -986,7 +1011,11 @@ class NDPRegressor(RegressorMixin, EstimatorBase):
             ``predict_noise=True``); only with ``return_std``.
         y_cov : ndarray of shape (n_X, n_X)
             Covariance of the samples, drawn jointly over all query points (observation
-            noise included with ``predict_noise=True``); only with ``return_cov``.
+            noise included with ``predict_noise=True``); only with ``return_cov``. With
+            ``predict_noise=False`` the noise variance is subtracted from its eigenvalues,
+            clipped at zero, so that it stays positive semi-definite; its diagonal is then
+            at least the square of ``return_std``'s, whose variances are clipped one by
+            one.
         """
         if return_std and return_cov:
             raise RuntimeError(
@@ -994,12 +1023,17 @@ class NDPRegressor(RegressorMixin, EstimatorBase):
                 "GaussianProcessRegressor.predict)."
             )
         Zc, Z, X = self._check_X(X)
-        m = Z.shape[0]
         if return_cov:
             noise_var = 0.0 if self.predict_noise else self._noise_std_units()
             ys = self._sample_std(Zc, Z, X, self.n_samples, self.seed_)
             cov = np.atleast_2d(np.cov(ys))
-            cov = cov - noise_var * np.eye(m)
+            if noise_var:
+                # the noise is taken off the eigenvalues, clipped at zero: the samples'
+                # covariance has eigenvalues below the noise (all but n_samples - 1 of them
+                # when the query points outnumber the samples), and subtracting the noise
+                # from its diagonal alone would leave an indefinite matrix
+                lam, vecs = np.linalg.eigh(cov)
+                cov = (vecs * np.clip(lam - noise_var, 0.0, None)) @ vecs.T
             mean = ys.mean(1) * self.y_std_ + self.y_mean_
             return mean, cov * self.y_std_ ** 2
         mean, var = self._marginals(Zc, Z, X, noise=self.predict_noise)

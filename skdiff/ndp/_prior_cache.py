@@ -120,7 +120,8 @@ def _load_entry(pt, js, source, config):
         state = torch.load(io.BytesIO(data), map_location="cpu", weights_only=True)
         if not all(torch.isfinite(v).all() for v in state.values() if v.is_floating_point()):
             raise ValueError("its weights hold non-finite values")
-        config.network().load_state_dict(state)
+        with torch.random.fork_rng(devices=[]):  # the caller's random state stays
+            config.network().load_state_dict(state)
         return state
     except (ValueError, KeyError, RuntimeError, OSError, json.JSONDecodeError,
             pickle.UnpicklingError) as exc:
@@ -166,7 +167,8 @@ def trained_prior(config, *, max_epochs, steps_per_epoch, seed, device, cache_di
             atomic_write(pt, data)
             manifest = {"sha256": hashlib.sha256(data).hexdigest(), "source": json.loads(source)}
             atomic_write(js, (json.dumps(manifest, indent=1) + "\n").encode())
-    module = config.network()
+    with torch.random.fork_rng(devices=[]):  # the weights replace the random ones
+        module = config.network()
     module.load_state_dict(state, strict=False)
     module.eval().requires_grad_(False)
     _MEMORY[mem_key] = module.to(device)

@@ -231,6 +231,70 @@ def test_pretrained_false_trains_once_and_caches(tmp_path, data):
     assert len(list(tmp_path.glob("prior_*.pt"))) == 1
 
 
+def test_prior_trained_without_a_seed_is_shared_by_all_fits(tmp_path, data):
+    # random_state=None gives every fit its own seed; the prior it trains does not take it,
+    # so the folds of a cross-validation share one cached prior
+    X, y, _, _ = data
+    kw = dict(pretrained=False, hidden_dim=8, n_layers=1, n_heads=2, max_epochs=1,
+              steps_per_epoch=2, batch_size=4, cache_dir=tmp_path, **FAST)
+    a = NDPRegressor(**kw).fit(X, y)
+    b = NDPRegressor(**kw).fit(X[:7], y[:7])
+    assert a.seed_ != b.seed_
+    assert len(list(tmp_path.glob("prior_*.pt"))) == 1
+    for p, q in zip(a.module_.parameters(), b.module_.parameters()):
+        assert torch.equal(p, q)
+    NDPRegressor(**{**kw, "random_state": 5}).fit(X, y)  # an int seeds its own prior
+    assert len(list(tmp_path.glob("prior_*.pt"))) == 2
+
+
+def test_fit_leaves_the_callers_torch_random_state(data, monkeypatch):
+    # the prior network is built (then overwritten by its weights) from a forked generator
+    X, y, _, _ = data
+    monkeypatch.setattr("skdiff.ndp._prior_cache._MEMORY", {})
+    from skdiff.diffusion import TrainedPrior, load_prior
+
+    module, config = load_prior("se", 1)
+    for prior in ("se", TrainedPrior(config, module.state_dict())):
+        torch.manual_seed(0)
+        NDPRegressor(prior=prior, random_state=0, **FAST).fit(X, y)
+        after_fit = torch.rand(3)
+        torch.manual_seed(0)
+        assert torch.equal(after_fit, torch.rand(3))
+
+
+def test_return_cov_without_the_noise_is_a_covariance(data):
+    # more query points than samples: the samples' covariance has eigenvalues below the
+    # noise, which the noise-free covariance clips at zero instead of going negative
+    X, y, Xt, _ = data
+    reg = NDPRegressor(random_state=0, predict_noise=False,
+                       **{**FAST, "n_samples": 8}).fit(X, y)
+    _, cov = reg.predict(Xt, return_cov=True)
+    _, noisy = reg.set_params(predict_noise=True).predict(Xt, return_cov=True)
+    np.testing.assert_allclose(cov, cov.T, atol=1e-12)
+    assert np.linalg.eigvalsh(cov).min() > -1e-10 * np.abs(cov).max()
+    # the noise taken off the eigenvalues of the noisy samples' covariance, clipped at 0
+    lam, vecs = np.linalg.eigh(noisy)
+    ref = (vecs * np.clip(lam - reg.noise_variance_, 0, None)) @ vecs.T
+    np.testing.assert_allclose(cov, ref, atol=1e-10)
+    assert np.all(np.diag(cov) <= np.diag(noisy))
+
+
+def test_an_exactly_linear_y_with_a_linear_trend_keeps_the_prior_spread():
+    # residuals from the trend at the rounding level are taken as a constant: a unit scale
+    # (as a constant y gets), not their own rounding-sized spread
+    X = np.linspace(0, 1, 8)[:, None]
+    y = 3.0 * X.ravel() + 2.0
+    with pytest.warns(UserWarning, match="y is exactly linear in X") as caught:
+        reg = NDPRegressor(trend="linear", random_state=0, **FAST).fit(X, y)
+    assert caught[0].filename == __file__
+    assert reg.y_std_ == 1.0 and reg.scale_dof_ is None
+    mean, std = reg.predict(np.array([[0.5], [2.0]]), return_std=True)
+    # the line, within the Monte Carlo error of the samples' mean
+    assert np.all(np.abs(mean - [3.5, 8.0]) < 4 * std / np.sqrt(reg.n_samples))
+    assert np.all(std > 0.03)  # the prior's noise at least, not rounding errors
+    assert reg.sample_posterior(np.array([[2.0]]), n_samples=4, random_state=0).std() > 0.03
+
+
 def test_subset_predictions_agree_within_monte_carlo_error(fitted, data):
     """A subset of query points is a different Monte Carlo draw, not a different answer."""
     _, _, Xt, _ = data
