@@ -261,7 +261,8 @@ def thompson_sampling(objective, bounds, *, model=None, n_iter=20, n_init=3, n_c
     n_iter : int, default=20
         Evaluations after the initial design.
     n_init : int, default=3
-        Uniform random initial evaluations.
+        Uniform random initial evaluations (at least 2 for an
+        :class:`~skdiff.NDPRegressor` model that standardises ``y``, the default).
     n_candidates : int, default=64
         Fresh candidates per iteration, sampled jointly (see ``local_fraction``).
     local_fraction : float in [0, 1), default=0.0
@@ -341,12 +342,18 @@ def thompson_sampling(objective, bounds, *, model=None, n_iter=20, n_init=3, n_c
         raise ValueError(f"'bounds' must be finite numbers of shape (d, 2) with low < high; "
                          f"got {bounds!r}.")
     d = b.shape[0]
-    if model is None:
-        from .ndp import NDPRegressor
+    from .ndp import NDPRegressor
 
+    if model is None:
         model = NDPRegressor(x_bounds=b, alpha=0.0, random_state=rng.randint(2**31 - 1))
     elif not isinstance(model, str):
         model = clone(model)
+    if n_init < 2 and n_iter and isinstance(model, NDPRegressor) and model.normalize_y:
+        # refused before any evaluation: the first fit would fail after spending one
+        raise ValueError(
+            f"n_init={n_init}: the NDPRegressor model is first fitted to the n_init initial "
+            "evaluations and standardises their values, which takes at least 2; pass "
+            "n_init >= 2.")
 
     def uniform(n, name):
         with memory_for(f"{name}={n} points in {d} dimensions", f"use a smaller {name}"):

@@ -353,3 +353,18 @@ def test_denoise_draws_several_samples_for_a_noise_floor_model_only(monkeypatch)
     assert _CountingRecorder.asked == [1, 1]
     with pytest.raises(ValueError, match="'denoise' parameter .* Got 'yes' instead"):
         thompson_sampling(_objective, [(0, 1)], model=model, denoise="yes")
+
+
+def test_one_initial_point_for_the_ndp_model_is_refused_before_any_evaluation():
+    calls = []
+
+    def objective(X):
+        calls.append(len(X))
+        return hartmann3(X)
+
+    with pytest.raises(ValueError, match=r"n_init=1: the NDPRegressor model .* n_init >= 2"):
+        thompson_sampling(objective, [(0, 1)] * 3, n_init=1, n_iter=2, random_state=0)
+    assert not calls
+    # random search, or no iteration, needs no model fit
+    assert len(thompson_sampling(objective, [(0, 1)] * 3, model="random", n_init=1, n_iter=2,
+                                 random_state=0).y) == 3

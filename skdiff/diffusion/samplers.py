@@ -125,6 +125,8 @@ def strided_levels(T, n_steps, spacing="quadratic"):
     >>> strided_levels(500, 6, "cubic")
     [499, 255, 108, 32, 4, 0]
     """
+    if isinstance(T, bool) or not isinstance(T, numbers.Integral) or T < 1:
+        raise ValueError(f"'T' must be an integer >= 1 (the schedule's levels); got {T!r}.")
     if isinstance(n_steps, bool) or not isinstance(n_steps, numbers.Integral) or n_steps < 1:
         raise ValueError(f"'n_steps' must be an integer >= 1; got {n_steps!r}.")
     if spacing not in SPACINGS:
@@ -239,7 +241,8 @@ def resample_path(levels, n_resample, jump_length=1, *, fine_level=0, n_resample
     Parameters
     ----------
     levels : sequence of int
-        Strictly decreasing levels ending at ``0`` (:func:`strided_levels`).
+        Strictly decreasing levels ``>= 0``, usually ending at ``0``
+        (:func:`strided_levels`).
     n_resample : int
         ``U``: resampling repeats per jump position (0 = plain context replacement).
     jump_length : int, default=1
@@ -268,6 +271,8 @@ def resample_path(levels, n_resample, jump_length=1, *, fine_level=0, n_resample
     >>> resample_path([3, 1, 0], n_resample=2, fine_level=2, n_resample_fine=0)
     [3, 1, 3, 1, 3, 1, 0, -1]
     """
+    if any(isinstance(v, bool) or not isinstance(v, numbers.Integral) for v in levels):
+        raise ValueError(f"'levels' must be integer levels; got {list(levels)!r}.")
     levels = [int(v) for v in levels]
     if not levels or any(a <= b for a, b in zip(levels, levels[1:])) or levels[-1] < 0:
         raise ValueError(
@@ -308,6 +313,29 @@ def n_evaluations(path):
     return sum(1 for a, b in zip(path, path[1:]) if b < a)
 
 
+def _check_sampling(n_samples, eta, **tensors):
+    """Refuse a bad ``n_samples`` or ``eta``, inputs that are not floating tensors, and
+    inputs ``x*`` of different dtypes, before they reach the network (``y_context`` is
+    converted to the inputs' dtype)."""
+    n_samples = _check_count("n_samples", n_samples, 1)
+    if isinstance(eta, bool) or not isinstance(eta, numbers.Real) or not 0 <= eta <= 1:
+        raise ValueError(f"'eta' must be a number in [0, 1] (0: DDIM, 1: DDPM-like); got "
+                         f"{eta!r}.")
+    dtypes = set()
+    for name, value in tensors.items():
+        if not isinstance(value, torch.Tensor) or not value.is_floating_point():
+            raise TypeError(f"'{name}' must be a floating-point torch tensor; got "
+                            f"{type(value).__name__}"
+                            f"{'' if not isinstance(value, torch.Tensor) else f' of {value.dtype}'}"
+                            ". Convert it with torch.as_tensor(..., dtype=torch.float32).")
+        if name.startswith("x"):
+            dtypes.add(value.dtype)
+    if len(dtypes) > 1:
+        raise TypeError(f"'x_context' and 'x_target' must share one dtype; got "
+                        f"{sorted(str(d) for d in dtypes)}.")
+    return n_samples
+
+
 def _as_batch(x, n_samples):
     """``[N, D]`` -> ``[S, N, D]`` (a view, no copy); ``[S, N, D]`` passes through."""
     if x.ndim == 2:
@@ -337,7 +365,7 @@ def prior_sample(eps_model, schedule: NoiseSchedule, x, *, n_samples=1, n_steps=
         ``S``: joint samples, drawn as one batch.
     n_steps : int, default=None
         Number of (strided) reverse steps; ``None`` runs all ``T`` DDPM steps.
-    eta : float, default=1.0
+    eta : float in [0, 1], default=1.0
         Stochasticity of the strided steps (1: DDPM-like, 0: DDIM).
     spacing : {"quadratic", "cubic", "uniform"}, default="quadratic"
         Placement of the strided levels (:func:`strided_levels`).
@@ -350,6 +378,7 @@ def prior_sample(eps_model, schedule: NoiseSchedule, x, *, n_samples=1, n_steps=
     y : Tensor of shape [S, N, 1]
         Joint prior samples of the function values at ``x`` (on the prior's scale).
     """
+    n_samples = _check_sampling(n_samples, eta, x=x)
     xb = _as_batch(x, n_samples)
     S, N = xb.shape[0], xb.shape[1]
     mb = None if mask is None else _as_batch(mask.unsqueeze(-1), S).squeeze(-1)
@@ -389,7 +418,7 @@ def conditional_sample(eps_model, schedule: NoiseSchedule, x_context, y_context,
     n_steps : int, default=None
         Number of reverse steps; ``None`` uses all ``T`` levels (the paper's DDPM sampler),
         fewer give the fast strided sampler (:func:`strided_levels`).
-    eta : float, default=1.0
+    eta : float in [0, 1], default=1.0
         Stochasticity of the reverse steps (1: DDPM-like, 0: DDIM).
     spacing : {"quadratic", "cubic", "uniform"}, default="quadratic"
         Placement of the strided levels (:func:`strided_levels`).
@@ -469,11 +498,21 @@ def conditional_sample(eps_model, schedule: NoiseSchedule, x_context, y_context,
     >>> tuple(y.shape)
     (8, 4, 1)
     """
+    n_samples = _check_sampling(n_samples, eta, x_context=x_context, y_context=y_context,
+                                x_target=x_target)
     _check_count("n_resample", n_resample, 0)
     _check_count("jump_length", jump_length, 1)
     _check_count("fine_level", fine_level, 0)
     _check_count("n_resample_fine", n_resample_fine, 0)
+    if x_context.dim() != 2 or x_target.dim() != 2 or x_context.shape[1] != x_target.shape[1]:
+        raise ValueError(f"'x_context' and 'x_target' must have shapes [C, D] and [M, D] with "
+                         f"the same D; got {tuple(x_context.shape)} and "
+                         f"{tuple(x_target.shape)}.")
     C = x_context.shape[0]
+    if y_context.dim() != 3 and y_context.numel() != C:
+        raise ValueError(f"'y_context' must hold one value per context point: shape [C] or "
+                         f"[C, 1] with C = {C} (or [n_samples, C, 1]); got "
+                         f"{tuple(y_context.shape)}.")
     if C == 0:
         return prior_sample(eps_model, schedule, x_target, n_samples=n_samples,
                             n_steps=n_steps, eta=eta, spacing=spacing)

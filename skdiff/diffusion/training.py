@@ -1020,6 +1020,12 @@ def train_prior(config=None, *, functions=None, x_bounds=None, max_epochs=20,
     config = PriorConfig() if config is None else config
     configs = [config] if isinstance(config, PriorConfig) else list(config)
     config = configs[0]
+    for name, value in (("max_epochs", max_epochs), ("steps_per_epoch", steps_per_epoch)):
+        if isinstance(value, bool) or not isinstance(value, numbers.Integral) or value < 1:
+            raise ValueError(f"'{name}' must be an integer >= 1; got {value!r}.")
+    if isinstance(random_state, bool) or not isinstance(random_state, numbers.Integral):
+        raise ValueError(f"'random_state' must be an integer seed (training is reproducible "
+                         f"by design); got {random_state!r}.")
     total = int(max_epochs) * int(steps_per_epoch)
     seed = int(random_state)
     if functions is None:

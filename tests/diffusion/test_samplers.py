@@ -344,3 +344,35 @@ def test_noisy_context_by_per_sample_draws_of_its_values(task, extra):
     mu0, Sig0 = gp_posterior(K, C, y_obs)
     naive = kl_per_point(mu0, Sig0, mu, Sig)  # the exact posterior given y_obs as noiseless
     assert naive > 0.15 and naive > 5 * kl
+
+
+def test_samplers_refuse_bad_arguments_before_the_network():
+    sched = NoiseSchedule.official(T=20)
+    calls = []
+
+    def eps(x, y, t, mask=None):
+        calls.append(1)
+        return torch.zeros_like(y)
+
+    xc, yc, xt = torch.zeros(3, 1), torch.zeros(3, 1), torch.ones(4, 1)
+    with pytest.raises(ValueError, match="'n_samples' must be an integer >= 1; got 0"):
+        conditional_sample(eps, sched, xc, yc, xt, n_samples=0)
+    with pytest.raises(ValueError, match="'n_samples' must be an integer >= 1; got 2.5"):
+        prior_sample(eps, sched, xt, n_samples=2.5)
+    with pytest.raises(ValueError, match=r"'eta' must be a number in \[0, 1\]"):
+        conditional_sample(eps, sched, xc, yc, xt, eta=-1)
+    with pytest.raises(TypeError, match="'x_context' must be a floating-point torch tensor; "
+                                        "got ndarray"):
+        conditional_sample(eps, sched, xc.numpy(), yc, xt)
+    with pytest.raises(TypeError, match="'x_context' and 'x_target' must share one dtype"):
+        conditional_sample(eps, sched, xc.double(), yc, xt)
+    with pytest.raises(ValueError, match=r"shapes \[C, D\] and \[M, D\] with the same D"):
+        conditional_sample(eps, sched, xc, yc, torch.ones(4, 2))
+    with pytest.raises(ValueError, match=r"'y_context' must hold one value per context "
+                                         r"point.*C = 3.*got \(2, 1\)"):
+        conditional_sample(eps, sched, xc, yc[:2], xt)
+    with pytest.raises(ValueError, match="'T' must be an integer >= 1"):
+        strided_levels(0, 5)
+    with pytest.raises(ValueError, match="'levels' must be integer levels"):
+        resample_path([2.7, 1.2, 0], 1)
+    assert not calls

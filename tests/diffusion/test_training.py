@@ -311,3 +311,22 @@ def test_a_time_budget_ends_the_call_with_a_checkpoint_and_resume_finishes_it(tm
     for k in ema_full:
         assert torch.equal(ema[k], ema_full[k]), k
     np.testing.assert_array_equal(hist[:, "train_loss"], hist_full[:, "train_loss"])
+
+
+@pytest.mark.parametrize("kw, message", [
+    ({"max_epochs": 0}, "'max_epochs' must be an integer >= 1; got 0"),
+    ({"max_epochs": 1.9}, "'max_epochs' must be an integer >= 1; got 1.9"),
+    ({"steps_per_epoch": 0}, "'steps_per_epoch' must be an integer >= 1; got 0"),
+    ({"random_state": None}, "'random_state' must be an integer seed"),
+])
+def test_train_prior_refuses_bad_counts_and_seeds(kw, message):
+    with pytest.raises(ValueError, match=message):
+        train_prior(TINY, **kw)
+
+
+def test_save_prior_refuses_a_name_that_leaves_its_directory(tmp_path):
+    module = TINY.network()
+    for name in ("../evil", "a/b", "", ".."):
+        with pytest.raises(ValueError, match="name must be a non-empty file name"):
+            save_prior(name, TINY, module.state_dict(), directory=tmp_path / "sub")
+    assert not any(tmp_path.rglob("*.pt"))
