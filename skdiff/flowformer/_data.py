@@ -161,6 +161,7 @@ def logistic_skip(F, codes, n_classes, weights=None, random_state=None):
     (n_classes,); a binary problem's single logit ``z`` is split as ``(-z/2, z/2)``. ``None``
     when a class has no training row (``partial_fit`` with ``classes``).
     """
+    from sklearn import config_context
     from sklearn.exceptions import ConvergenceWarning
     from sklearn.linear_model import LogisticRegression
     from sklearn.model_selection import GridSearchCV, StratifiedKFold
@@ -174,7 +175,9 @@ def logistic_skip(F, codes, n_classes, weights=None, random_state=None):
         model = GridSearchCV(model, {"C": list(LOGISTIC_CS)}, scoring="neg_log_loss",
                              cv=StratifiedKFold(n_folds, shuffle=True,
                                                 random_state=random_state))
-    with warnings.catch_warnings():
+    # an internal choice, made alike whatever the caller's metadata-routing setting: with
+    # routing on, GridSearchCV would refuse the weights that no estimator here requests
+    with warnings.catch_warnings(), config_context(enable_metadata_routing=False):
         # lbfgs may stop short at the weakest penalties on separable folds; the start is
         # then a little less converged, which the encoder's training absorbs
         warnings.simplefilter("ignore", ConvergenceWarning)

@@ -146,7 +146,8 @@ adjacency : array-like or sparse matrix of shape (n_channels, n_channels)
     propagation across channels in every layer. It is not sample-aligned, so
     cross-validation passes it through untouched; predict reuses it.
 sample_weight : array-like of shape (n_samples,)
-    Per-sequence weight in the loss (normalised by the weights' sum). ``None``: every
+    Per-sequence weight in the loss (normalised by the weights' sum). A sequence of weight
+    0 is as if absent: neither trained on nor held out for early stopping. ``None``: every
     sequence weighs 1.
 """)
 FLOWFORMER_DOCS["fit_inputs"] = ["X", "y", "adjacency", "sample_weight"]

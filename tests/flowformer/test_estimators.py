@@ -649,3 +649,23 @@ def test_rows_of_weight_zero_are_as_if_absent(waves):
     assert np.all(np.abs(valid) > 0)
     np.testing.assert_allclose(valid, dropped.history_[:, "valid_loss"], rtol=1e-5)
     np.testing.assert_allclose(weighted.predict(X), dropped.predict(X), rtol=1e-4, atol=1e-5)
+
+
+@pytest.mark.parametrize("Est", [FlowformerRegressor, FlowformerClassifier])
+def test_sample_weight_routes_through_a_search_with_metadata_routing(waves, Est):
+    # the classifier's own cross-validated start (a logistic regression) is an internal
+    # choice that the caller's routing setting does not reach
+    import sklearn
+
+    X, y = waves
+    X, y = X[:120], y[:120]
+    y = y if Est is FlowformerRegressor else (y > 0).astype(int)
+    w = np.where(np.arange(120) % 4 == 0, 2.0, 1.0)
+    plain = Est(**FAST).fit(X, y, sample_weight=w)
+    with sklearn.config_context(enable_metadata_routing=True):
+        est = Est(**FAST).set_fit_request(sample_weight=True).set_score_request(
+            sample_weight=True)
+        search = GridSearchCV(est, {"lr": [1e-3]}, cv=2, refit=True)
+        search.fit(X, y, sample_weight=w)
+    np.testing.assert_allclose(search.best_estimator_.predict(X), plain.predict(X),
+                               rtol=1e-5, atol=1e-6)
