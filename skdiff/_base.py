@@ -71,6 +71,7 @@ from ._engine import (  # noqa: F401  (re-exported for the estimators)
     out_of_memory_as,
     torch_seed,
 )
+from .callbacks import EpochScoring
 
 __all__ = [
     "TRAINING_PARAMETER_CONSTRAINTS",
@@ -344,6 +345,9 @@ class EstimatorBase(BaseEstimator):
             self.seed_ = seed
         return seed
 
+    #: History keys the estimators record themselves, refused as a callback's key.
+    _RESERVED_HISTORY_KEYS = frozenset({"train_loss", "valid_loss", "valid_acc", "valid_score"})
+
     def _check_callbacks(self):
         for cb in getattr(self, "callbacks", None) or ():
             ok = isinstance(cb, Callback) or (
@@ -356,6 +360,14 @@ class EstimatorBase(BaseEstimator):
                     f"(name, callback) pairs; got an element {cb!r}."
                 )
             callback = cb[1] if isinstance(cb, tuple) else cb
+            if isinstance(callback, EpochScoring):
+                key = callback.history_key()
+                if key in self._RESERVED_HISTORY_KEYS:
+                    raise ValueError(
+                        f"EpochScoring({callback.scoring!r}) would record its score as "
+                        f"{key!r}, a history key {type(self).__name__} records itself "
+                        "(early stopping and n_init read it); pass another name, e.g. "
+                        f"EpochScoring(..., name='{key}_user').")
             if isinstance(callback, (skorch_scoring.EpochScoring, skorch_scoring.BatchScoring)):
                 raise TypeError(
                     f"skorch's {type(callback).__name__} scores the raw network outputs "

@@ -67,7 +67,10 @@ class EpochScoring(Callback):
     on_train : bool, default=False
         Score the training batches instead of the validation rows.
     name : str, default=None
-        History key; default ``"valid_<scoring>"`` or ``"train_<scoring>"``.
+        History key; default ``"valid_<scoring>"`` or ``"train_<scoring>"`` (see
+        :meth:`history_key`). A key the estimator records itself (``"train_loss"``,
+        ``"valid_loss"``, and the classifiers' ``"valid_acc"`` and ``"valid_score"``, which
+        early stopping and ``n_init`` read) is refused in ``fit``.
 
     Examples
     --------
@@ -88,12 +91,24 @@ class EpochScoring(Callback):
         self.on_train = on_train
         self.name = name
 
+    def history_key(self):
+        """The history key this callback records: ``name``, or ``"valid_<scoring>"``
+        (``"train_<scoring>"``), the scoring named by its string, its function's name, or
+        the name of the metric a :func:`~sklearn.metrics.make_scorer` scorer wraps."""
+        if self.name:
+            return self.name
+        if isinstance(self.scoring, str):
+            label = self.scoring
+        else:
+            func = getattr(self.scoring, "_score_func", self.scoring)
+            label = getattr(func, "__name__", None) or getattr(self.scoring, "__name__", None) \
+                or "scoring"
+        return f"{'train' if self.on_train else 'valid'}_{label}"
+
     def initialize(self):
         self.scorer_ = get_scorer(self.scoring) if isinstance(self.scoring, str) \
             else self.scoring
-        label = self.scoring if isinstance(self.scoring, str) else \
-            getattr(self.scoring, "__name__", "score")
-        self.name_ = self.name or f"{'train' if self.on_train else 'valid'}_{label}"
+        self.name_ = self.history_key()
         self.best_ = None
         self._reset()
         return self

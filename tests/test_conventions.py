@@ -160,6 +160,25 @@ def test_skorch_callbacks_work_and_scoring_counts_labelled_rows(sequences, graph
         FlowformerClassifier(**FLOW, callbacks=[SkorchScoring("accuracy")]).fit(X, y)
 
 
+def test_a_scorer_object_is_named_by_its_metric_and_reserved_keys_are_refused(graph):
+    # a make_scorer scorer has no __name__: its key names the metric it wraps, and a key the
+    # estimator records itself (early stopping and n_init read it) cannot be taken
+    from sklearn.metrics import make_scorer, zero_one_loss
+
+    Xg, yg, A = graph
+    loss = EpochScoring(make_scorer(zero_one_loss), lower_is_better=True)
+    assert loss.history_key() == "valid_zero_one_loss"
+    clf = DIFFormerClassifier(**DIF, early_stopping=True, callbacks=[loss]).fit(
+        Xg, yg, adjacency=A)
+    np.testing.assert_allclose(clf.history_[:, "valid_zero_one_loss"],
+                               1 - np.asarray(clf.history_[:, "valid_acc"]), atol=1e-12)
+    for name in ("valid_score", "valid_loss"):
+        with pytest.raises(ValueError, match=rf"record its score as '{name}', a history key "
+                                             r"DIFFormerClassifier records itself"):
+            DIFFormerClassifier(**DIF, callbacks=[EpochScoring("accuracy", name=name)]).fit(
+                Xg, yg, adjacency=A)
+
+
 # -- persistence and pipelines --------------------------------------------------------------
 def test_save_and_load_restore_everything(sequences, tmp_path):
     X, y = sequences
