@@ -21,6 +21,11 @@ def check_adjacency(adjacency, n, *, name="adjacency", what="rows of X", symmetr
     """
     if adjacency is None:
         raise ValueError(f"'{name}' is None; pass a (n, n) matrix or omit it.")
+    dtype = getattr(adjacency, "dtype", None)
+    if np.issubdtype(dtype if isinstance(dtype, np.dtype) else np.asarray(adjacency).dtype,
+                     np.complexfloating):
+        raise ValueError(f"'{name}' holds complex numbers; edge weights must be real (pass "
+                         f"e.g. the moduli, abs({name})).")
     if sp.issparse(adjacency):
         A = sp.csr_matrix(adjacency, dtype=np.float64)
     else:
@@ -135,5 +140,7 @@ class Graph:
         return np.arange(self.n_nodes).reshape(-1, 1)
 
     def __repr__(self):
+        A = self.adjacency
+        loops = int(np.count_nonzero(A.diagonal()))
         return (f"Graph(n_nodes={self.n_nodes}, n_features={self.n_features}, "
-                f"n_edges={self.adjacency.nnz // 2})")
+                f"n_edges={(A.nnz - loops) // 2 + loops})")

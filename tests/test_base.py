@@ -201,3 +201,16 @@ def test_check_adjacency_errors_and_symmetrisation():
         check_adjacency(A + np.nan, 3)
     with pytest.raises(ValueError, match="symmetric"):
         check_adjacency(A, 3, symmetrize=False)
+    import scipy.sparse as sp
+
+    for complex_A in (A * 1j, sp.csr_matrix(A * 1j), sp.lil_matrix(A * 1j), (A * 1j).tolist()):
+        with pytest.raises(ValueError, match="holds complex numbers; edge weights must be real"):
+            check_adjacency(complex_A, 3)
+
+
+def test_graph_repr_counts_a_self_loop_as_one_edge():
+    from skdiff import Graph
+
+    A = np.array([[1, 1, 0], [1, 0, 1], [0, 1, 1]], dtype=float)  # 2 edges, 2 self-loops
+    assert repr(Graph(np.eye(3), A)) == "Graph(n_nodes=3, n_features=3, n_edges=4)"
+    assert repr(Graph(np.eye(3), np.eye(3))) == "Graph(n_nodes=3, n_features=3, n_edges=3)"

@@ -105,7 +105,7 @@ def _as_range(value, name):
     if isinstance(value, numbers.Integral) and not isinstance(value, bool):
         lo = hi = int(value)
     elif isinstance(value, tuple | list) and len(value) == 2 and all(
-        isinstance(v, numbers.Integral) for v in value
+        isinstance(v, numbers.Integral) and not isinstance(v, bool) for v in value
     ):
         lo, hi = int(value[0]), int(value[1])
     else:
@@ -316,7 +316,13 @@ def _draw(n, n_points, n_dims, X, kernels, lengthscale, lo, hi, *, anisotropic, 
     else:
         K = _padded_kernels(X, mask, kernels, which, ls, variance=variance, period=period,
                             jitter=jitter)
-    L = np.linalg.cholesky(K)  # batched over functions
+    try:
+        L = np.linalg.cholesky(K)  # batched over functions
+    except np.linalg.LinAlgError as exc:
+        raise ValueError(
+            f"The kernel matrix of a function's values is not positive definite (repeated "
+            f"or nearly repeated inputs, with jitter={jitter!r}); raise 'jitter' (the "
+            "default is 1e-6).") from exc
     f = np.einsum("bij,bj->bi", L, rng.standard_normal((n, P)))
     y = f + np.sqrt(noise) * rng.standard_normal((n, P))
     f = np.where(mask, 0.0, f)

@@ -161,3 +161,14 @@ def test_anisotropic_draws_one_lengthscale_per_dimension():
     np.testing.assert_array_equal(iso.y, same.y)
     with pytest.raises(ValueError, match="'periodic' kernel does not take"):
         make_gp_functions(2, 5, n_dims=2, kernel=["se", "periodic"], anisotropic=True)
+
+
+def test_ranges_refuse_booleans_and_a_singular_kernel_names_jitter():
+    with pytest.raises(ValueError, match=r"'n_points' must be an int or a \(low, high\) pair"):
+        make_gp_functions(2, (True, 3), 1, random_state=0)
+    with pytest.raises(ValueError, match=r"'n_dims' must be an int or a \(low, high\) pair"):
+        make_gp_functions(2, 5, (True, True), random_state=0)
+    X = np.zeros((4, 1))  # repeated inputs: a singular kernel matrix without jitter
+    with pytest.raises(ValueError, match=r"not positive definite .*jitter=0.0\); raise "
+                                         r"'jitter'"):
+        make_gp_functions(1, None, X=X, jitter=0.0, random_state=0)
