@@ -88,7 +88,8 @@ def make_windows(series, window, horizon, stride=1, *, target=None):
         if (not np.issubdtype(idx.dtype, np.integer) or idx.size == 0 or idx.min() < -C
                 or idx.max() >= C):
             raise ValueError(
-                f"'target' must be channel indices in [0, {C}); got {target!r}."
+                f"'target' must be channel indices in [0, {C}) (or counted from the end, "
+                f"down to -{C}); got {target!r}."
             )
         y = y[:, :, int(target)] if np.ndim(target) == 0 else y[:, :, idx]
     return X, np.ascontiguousarray(y)

@@ -1288,8 +1288,8 @@ class DIFFormerRegressor(RegressorTask, _DIFFormerBase):
                      ).mean(1)
         better, mean, se = beats_by_one_se(err_net, err_ridge, w)
         if self.verbose:
-            print(f"linear_fallback: the network's validation MSE is {-mean:+.4f} below the "
-                  f"ridge's (standard error {se:.4f}): "
+            print(f"linear_fallback: the network's validation MSE is {abs(mean):.4f} "
+                  f"{'below' if mean < 0 else 'above'} the ridge's (standard error {se:.4f}): "
                   f"{'network kept' if better else 'ridge used'}")
         if better:
             self.linear_fallback_ = ridge

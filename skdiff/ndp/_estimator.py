@@ -173,9 +173,9 @@ class NDPRegressor(RegressorMixin, EstimatorBase):
         Monte Carlo samples behind ``predict``.
     x_bounds : array-like of shape (2,) or (n_features, 2), default=None
         The region of interest, mapped onto the prior's whole domain for every call; query
-        points outside it draw a warning. ``None``: the family's region for a prior trained
-        on functions, else the box of the context and the query points of each call, mapped
-        to ``x_margin`` times the domain.
+        points beyond it by more than an eighth of its width draw a warning. ``None``: the
+        family's region for a prior trained on functions, else the box of the context and
+        the query points of each call, mapped to ``x_margin`` times the domain.
     x_margin : float in (0, 1], default=0.9
         With ``x_bounds=None``, the fraction of the domain (per feature) that the box of the
         context and query points fills.
