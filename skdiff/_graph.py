@@ -116,10 +116,22 @@ class Graph:
             self.features = check_array(features, accept_sparse="csr", dtype=np.float32,
                                         input_name="features")
         except ValueError as exc:
-            if "Expected 2D array" not in str(exc):
-                raise
-            raise ValueError("Graph 'features' must be 2-D (n_nodes, n_features); for one "
-                             "feature per node pass features.reshape(-1, 1).") from exc
+            msg = str(exc)
+            if "Expected 2D array" in msg:
+                raise ValueError("Graph 'features' must be 2-D (n_nodes, n_features); for one "
+                                 "feature per node pass features.reshape(-1, 1).") from exc
+            if "Complex data" in msg:
+                raise ValueError("Graph 'features' holds complex numbers; pass real numbers "
+                                 "(e.g. the real and imaginary parts as separate "
+                                 "columns).") from exc
+            if "could not convert" in msg:
+                raise ValueError(f"Graph 'features' must be real numbers ({msg}); encode text "
+                                 "or categories as numbers first, e.g. with "
+                                 "sklearn.preprocessing.OneHotEncoder.") from exc
+            if "0 sample" in msg or "0 feature" in msg:
+                raise ValueError(f"Graph 'features' must have at least one node and one "
+                                 f"feature ({msg}).") from exc
+            raise
         self.adjacency = check_adjacency(adjacency, self.features.shape[0], name="adjacency",
                                          what="nodes (rows of 'features')")
         # identifies this graph in caches (a graph is immutable once built)

@@ -214,3 +214,13 @@ def test_graph_repr_counts_a_self_loop_as_one_edge():
     A = np.array([[1, 1, 0], [1, 0, 1], [0, 1, 1]], dtype=float)  # 2 edges, 2 self-loops
     assert repr(Graph(np.eye(3), A)) == "Graph(n_nodes=3, n_features=3, n_edges=4)"
     assert repr(Graph(np.eye(3), np.eye(3))) == "Graph(n_nodes=3, n_features=3, n_edges=3)"
+
+
+def test_graph_features_errors_name_the_features():
+    from skdiff import Graph
+
+    for F, message in ((np.array([["a", "b"], ["c", "d"]]), "must be real numbers"),
+                       (np.eye(2) * 1j, "holds complex numbers"),
+                       (np.empty((0, 2)), "must have at least one node and one feature")):
+        with pytest.raises(ValueError, match=f"Graph 'features' {message}"):
+            Graph(F, np.eye(len(F)))

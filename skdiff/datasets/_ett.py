@@ -176,8 +176,11 @@ def load_ett(name="ETTh1", data_home=None, *, as_frame="auto", verify=True):
     ('2016-07-01T02:00:00', array([0, 1, 2]))
     """
     _check_name(name)
-    if as_frame not in ("auto", True, False):
+    # identity, not equality: 1 == True would pass, and a string "no" is truthy
+    if not (as_frame == "auto" or as_frame is True or as_frame is False):
         raise ValueError(f"'as_frame' must be 'auto', True or False; got {as_frame!r}.")
+    if not isinstance(verify, bool | np.bool_):
+        raise ValueError(f"'verify' must be True or False; got {verify!r}.")
     path = get_data_home(data_home) / "ett" / f"{name}.csv"
     fetch_call = f"skdiff.datasets.fetch_ett({name!r})"
     if not path.is_file():

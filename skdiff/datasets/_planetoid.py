@@ -332,6 +332,8 @@ def load_planetoid(name="cora", data_home=None, *, verify=True):
     """
     if name not in _NAMES:
         raise ValueError(f"The 'name' parameter must be one of {_NAMES}; got {name!r}.")
+    if not isinstance(verify, bool | np.bool_):
+        raise ValueError(f"'verify' must be True or False; got {verify!r}.")
     folder = _folder(get_data_home(data_home))
     fetch_call = f"skdiff.datasets.fetch_planetoid({name!r})"
     paths = _existing_paths(name, folder, fetch_call)

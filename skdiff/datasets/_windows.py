@@ -85,8 +85,8 @@ def make_windows(series, window, horizon, stride=1, *, target=None):
     if series.ndim == 2 and target is not None:
         C = series.shape[1]
         idx = np.atleast_1d(np.asarray(target))
-        if (not np.issubdtype(idx.dtype, np.integer) or idx.size == 0 or idx.min() < -C
-                or idx.max() >= C):
+        if (not np.issubdtype(idx.dtype, np.integer) or idx.ndim != 1 or idx.size == 0
+                or idx.min() < -C or idx.max() >= C):
             raise ValueError(
                 f"'target' must be channel indices in [0, {C}) (or counted from the end, "
                 f"down to -{C}); got {target!r}."

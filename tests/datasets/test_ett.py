@@ -94,8 +94,11 @@ def test_invalid_csv_is_refused_naming_the_file(tmp_path, text, match):
 def test_errors(tmp_path):
     with pytest.raises(ValueError, match="'name' must be one of"):
         load_ett("ETTx", data_home=tmp_path)
-    with pytest.raises(ValueError, match="'as_frame' must be 'auto', True or False"):
-        load_ett("ETTh1", data_home=tmp_path, as_frame="yes")
+    for as_frame in ("yes", 1):  # 1 == True, yet not a flag
+        with pytest.raises(ValueError, match="'as_frame' must be 'auto', True or False"):
+            load_ett("ETTh1", data_home=tmp_path, as_frame=as_frame)
+    with pytest.raises(ValueError, match="'verify' must be True or False; got 'no'"):
+        load_ett("ETTh1", data_home=tmp_path, verify="no")
     with pytest.raises(FileNotFoundError, match=r"ETTh2.csv not found. Download it with "
                        r"skdiff.datasets.fetch_ett\('ETTh2'\) \(or from https://"):
         load_ett("ETTh2", data_home=tmp_path)

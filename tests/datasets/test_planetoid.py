@@ -227,3 +227,8 @@ def test_errors(tmp_path):
                        r"ind.cora.x, .*ind.cora.test.index. Download them with "
                        r"skdiff.datasets.fetch_planetoid\('cora'\)"):
         load_planetoid("cora", data_home=tmp_path)
+
+
+def test_verify_must_be_a_flag(tmp_path):
+    with pytest.raises(ValueError, match="'verify' must be True or False; got 'no'"):
+        load_planetoid("cora", data_home=tmp_path, verify="no")

@@ -58,3 +58,9 @@ def test_errors():
 def test_an_empty_target_is_refused():
     with pytest.raises(ValueError, match=r"'target' must be channel indices in \[0, 3\)"):
         make_windows(np.zeros((20, 3)), window=4, horizon=1, target=np.array([], dtype=int))
+
+
+
+def test_a_nested_target_is_refused():
+    with pytest.raises(ValueError, match=r"'target' must be channel indices in \[0, 3\)"):
+        make_windows(np.zeros((20, 3)), window=4, horizon=1, target=[[0]])
