@@ -333,6 +333,13 @@ class EstimatorBase(BaseEstimator):
         self._validate_params()
         self._check_callbacks()
         accelerator = getattr(self, "accelerator", None)
+        if accelerator is not None and (isinstance(accelerator, type)
+                                        or not hasattr(accelerator, "device")):
+            raise ValueError(
+                "The 'accelerator' parameter must be an accelerate.Accelerator instance, e.g. "
+                f"accelerator=Accelerator(); got {accelerator!r}"
+                + (", the class itself." if isinstance(accelerator, type) else
+                   ", which has no 'device'."))
         self.device_ = resolve_device(str(accelerator.device) if accelerator is not None
                                       else self.device)
         seed = draw_seed(self.random_state)

@@ -214,3 +214,11 @@ def test_two_process_accelerate_launch_matches_one_process(accelerator, tmp_path
         assert abs(r["distributed"] - r["single_process"]) <= figures["tolerance"]
         assert r["same_network_everywhere"] and r["pickle_predicts_same"]
     assert figures["search_same_everywhere"] and figures["full_batch_refused"]
+
+
+def test_the_accelerator_class_instead_of_an_instance_is_named():
+    accelerate = pytest.importorskip("accelerate")
+    X = np.random.RandomState(0).normal(size=(40, 3))
+    with pytest.raises(ValueError, match=r"'accelerator' parameter must be an "
+                                         r"accelerate.Accelerator instance.*the class itself"):
+        FlowformerRegressor(max_epochs=1, accelerator=accelerate.Accelerator).fit(X, X[:, 0])

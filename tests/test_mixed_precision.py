@@ -39,6 +39,17 @@ def test_difformer_classifier_with_a_graph(graph, with_adjacency):
     assert abs(bf16 - fp32) < 0.05
 
 
+def test_difformer_in_row_batches_with_a_graph(graph):
+    """batch_size below the rows: the forward over all rows at the end of fit and in
+    predict runs in chunks, whose graph products run in float32 too."""
+    X, y, A, y_fit = graph
+    kw = dict(n_layers=2, max_epochs=30, batch_size=100, random_state=0)
+    bf16 = DIFFormerClassifier(mixed_precision="bf16", **kw).fit(X, y_fit, adjacency=A)
+    fp32 = DIFFormerClassifier(**kw).fit(X, y_fit, adjacency=A)
+    agree = np.mean(bf16.predict(X, adjacency=A) == fp32.predict(X, adjacency=A))
+    assert agree > 0.9
+
+
 def test_difformer_regressor_with_a_graph(graph):
     X, y, A, _ = graph
     target = y + 0.1 * np.random.RandomState(0).normal(size=y.size)

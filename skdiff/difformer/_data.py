@@ -28,6 +28,7 @@ from skorch.callbacks import Callback
 from torch.utils.data import Dataset
 
 from ..nn.diffusion_attention import normalize_qk, simple_attention_from_summary
+from ..nn.flow_attention import _autocast_off
 
 __all__ = [
     "FeatureScaling",
@@ -445,12 +446,15 @@ def _propagated(conv, G, Z, z):
     :math:`\hat G V` with ``G`` the rows' block of :math:`\hat G` and V the values of all
     rows (``Z`` itself, or its value projection, applied after propagating: G (Z W + b) =
     (G Z) W + (G 1) b)."""
-    gz = (G @ Z.to(G.dtype)).to(z.dtype)  # (c, hidden)
+    # the sparse products run in G's dtype with autocast off, as the full forward's
+    # propagate does (sparse kernels have no bfloat16 version on the CPU)
+    with _autocast_off(Z.device.type):
+        gz = (G @ Z.to(G.dtype)).to(z.dtype)  # (c, hidden)
+        ones = torch.ones(Z.shape[0], 1, dtype=G.dtype, device=Z.device)
+        row_sums = (G @ ones).to(z.dtype)
     c, h = z.shape[0], conv.n_heads
     if conv.Wv is None:
         return gz.unsqueeze(1).expand(c, h, gz.shape[1])
-    ones = torch.ones(Z.shape[0], 1, dtype=G.dtype, device=Z.device)
-    row_sums = (G @ ones).to(z.dtype)
     out = gz @ conv.Wv.weight.t() + row_sums * conv.Wv.bias
     return out.reshape(c, h, -1)
 
