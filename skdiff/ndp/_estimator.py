@@ -1013,9 +1013,9 @@ class NDPRegressor(RegressorMixin, EstimatorBase):
             Covariance of the samples, drawn jointly over all query points (observation
             noise included with ``predict_noise=True``); only with ``return_cov``. With
             ``predict_noise=False`` the noise variance is subtracted from its eigenvalues,
-            clipped at zero, so that it stays positive semi-definite; its diagonal is then
-            at least the square of ``return_std``'s, whose variances are clipped one by
-            one.
+            clipped at zero, so that it stays positive semi-definite (its diagonal is then at
+            least the samples' variances less the noise, which ``return_std`` clips one by
+            one).
         """
         if return_std and return_cov:
             raise RuntimeError(
