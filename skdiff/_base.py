@@ -107,6 +107,10 @@ TRAINING_PARAMETER_CONSTRAINTS: dict = {
 }
 
 
+#: The least rise of the training loss (of standardised targets) taken as divergence.
+_DIVERGENCE_FLOOR = 1e-3
+
+
 def _same_value(a, b):
     """Whether two parameter values are equal (arrays elementwise; incomparable: no)."""
     if a is b:
@@ -994,7 +998,8 @@ class NeuralEstimatorBase(EstimatorBase):
 
         Two signs, checked on the weights that training kept (early stopping's best epoch, or
         the last): a training loss that rose above where this call started by more than the
-        first epoch's magnitude (for a positive loss: more than doubled), or weights that
+        first epoch's magnitude (for a positive loss: more than doubled) and by more than
+        ``1e-3``, or weights that
         grew a thousandfold. A non-finite loss stops training
         as it happens (:class:`~skdiff._engine.FiniteLossGuard`).
         """
@@ -1005,14 +1010,19 @@ class NeuralEstimatorBase(EstimatorBase):
         losses = np.array([row["train_loss"] for row in history])
         kept = len(losses) - 1
         key, lower = self._monitor()
-        if self.early_stopping_ and all(key in row for row in history):
+        if not all(key in row for row in history):
+            # no validation rows: early stopping watched the training loss (_make_net)
+            key, lower = "train_loss", True
+        if self.early_stopping_:
             scores = np.array([row[key] for row in history])
             kept = int(np.argmin(scores) if lower else np.argmax(scores))
         # an epoch's training loss is measured while it trains, i.e. mostly on the weights
         # before its updates; the kept weights' loss shows in the following epoch
         first, last = losses[0], losses[min(kept + 1, len(losses) - 1)]
         scale = _max_abs_weight(self.module_)
-        if last - first > abs(first) + 1e-6:  # losses may be negative (a Gaussian NLL)
+        # losses may be negative (a Gaussian NLL); they are of standardised targets, so a
+        # rise below 1e-3 is noise, however close to 0 the first epoch's loss was
+        if last - first > abs(first) + _DIVERGENCE_FLOOR:
             why = (f"the training loss ended at {last:.4g}, far above where it started "
                    f"({first:.4g})")
         elif scale > 1e3 * max(1.0, init_scale):

@@ -261,3 +261,13 @@ def test_a_dataframe_of_series_gets_the_conversion_to_3d():
     # the conversion the message gives is the (n, C, L) array
     converted = np.stack([np.stack(row) for row in nested.to_numpy()])
     np.testing.assert_array_equal(converted, X)
+
+
+def test_ncl_layout_takes_array_likes():
+    from sklearn.utils.estimator_checks import _NotAnArray
+
+    X = np.random.RandomState(0).normal(size=(40, 2, 12))
+    y = X[:, 0, -1]
+    a = FlowformerRegressor(**{**FLOW, "max_epochs": 1}, layout="NCL").fit(X, y)
+    b = FlowformerRegressor(**{**FLOW, "max_epochs": 1}, layout="NCL").fit(_NotAnArray(X), y)
+    np.testing.assert_array_equal(a.predict(X), b.predict(_NotAnArray(X)))

@@ -628,3 +628,20 @@ def test_cpu_out_of_memory_in_ndp_sampling_names_n_samples(monkeypatch):
     monkeypatch.setattr(ndp_module, "conditional_sample", failing)
     with pytest.raises(RuntimeError, match="a shape mismatch"):
         ndp.predict(X)
+
+
+def test_divergence_is_judged_on_the_kept_weights_and_above_noise():
+    # a first loss near 0 (a skip that fits the target exactly): a rise of ~1e-4 is noise,
+    # not divergence; without validation rows early stopping keeps the best training-loss
+    # epoch, which is the one judged
+    kw = dict(hidden_dim=8, n_heads=2, n_layers=1, max_epochs=20, lr=1e-2, batch_size=32,
+              pooling="flatten", device="cpu")
+    X = np.random.RandomState(0).normal(size=(10, 4))
+    FlowformerRegressor(**kw, random_state=0, uncertainty="mc_dropout").fit(X, X[:, 0])
+    X1 = 3 * np.random.RandomState(0).uniform(size=(1, 10))
+    reg = FlowformerRegressor(**kw, random_state=1, instance_norm=False,
+                              early_stopping=True).fit(X1, X1[:, 0].astype(int))
+    losses = np.asarray(reg.history_[:, "train_loss"])
+    assert losses[-1] - losses[0] > abs(losses[0])  # the last epoch alone would look diverged
+    with pytest.raises(TrainingDivergedError, match="Lower 'lr'"):
+        FlowformerRegressor(**{**kw, "lr": 1e4}, random_state=0).fit(X, X[:, 1] ** 2)

@@ -9,6 +9,7 @@ import numbers
 import warnings
 
 import numpy as np
+import scipy.sparse as sp
 import torch
 from sklearn.utils.validation import _num_samples, check_is_fitted
 
@@ -220,10 +221,12 @@ class _FlowformerBase(NeuralEstimatorBase):
         """Validate X (n, L) or (n, L, C) -> scaled float32 (n, L, C); when ``reset``, sets
         the shape attributes and the per-channel scaler (weighted by ``sample_weight``)."""
         check_ragged(X)
-        if self.layout == "NCL" and np.ndim(X) == 3:
+        if self.layout == "NCL" and not hasattr(X, "iloc") and not sp.issparse(X):
             # validated in (samples, length, channels) order, as "NLC" is: n_features_in_ is
             # the sequence length in both layouts, and predict checks it
-            X = np.asarray(X).transpose(0, 2, 1)
+            array = np.asarray(X)
+            if array.ndim == 3:
+                X = array.transpose(0, 2, 1)
         X = validate_data(self, X, allow_nd=True, dtype=(np.float64, np.float32), reset=reset)
         if X.ndim > 3:
             raise ValueError(
