@@ -93,6 +93,26 @@ def _holds(values, kinds):
     return np.dtype(dtype).kind in kinds
 
 
+def restate_array_error(msg, what, arg, values):
+    """scikit-learn's ``check_array`` error ``msg`` about ``values`` restated to name them
+    (``what``, e.g. ``"'X' of DIFFormerClassifier"``; ``arg`` their argument's name) and the
+    fix, or ``None`` when ``msg`` is not about their type or emptiness."""
+    if msg.startswith("Complex data not supported") and _holds(values, "c"):
+        return (f"Complex data not supported: {what} holds complex numbers; pass real "
+                f"numbers (e.g. np.real({arg}), or the real and imaginary parts as separate "
+                "columns).")
+    if msg.startswith("could not convert") and _holds(values, "OUS"):
+        return (f"{what} must be numbers; {msg}. Encode text or categories as numbers first "
+                "(e.g. with sklearn.preprocessing.OneHotEncoder).")
+    if arg == "y":  # the emptiness of y is reported as X's, whose rows it matches
+        return None
+    if msg.startswith("Found array with 0 sample"):
+        return f"{what} has no rows; pass at least one. ({msg})"
+    if msg.startswith("Found array with 0 feature"):
+        return f"{what} has no columns; pass at least one feature. ({msg})"
+    return None
+
+
 def validate_data(estimator, /, X="no_validation", y="no_validation", **kwargs):
     """scikit-learn's ``validate_data``, whose errors about the shape and type of ``X`` (or
     ``y``) also name the input and the estimator.
@@ -107,24 +127,12 @@ def validate_data(estimator, /, X="no_validation", y="no_validation", **kwargs):
         if msg.startswith("Expected 2D array"):
             raise ValueError(f"'X' of {name} has the wrong number of dimensions. {msg}") \
                 from exc
-        culprit = next((k for k, v in (("X", X), ("y", y)) if _holds(v, "c")), None)
-        if msg.startswith("Complex data not supported") and culprit:
-            raise ValueError(
-                f"Complex data not supported: '{culprit}' of {name} holds complex numbers; "
-                f"pass real numbers (e.g. np.real({culprit}), or the real and imaginary parts "
-                "as separate columns).") from exc
-        culprit = next((k for k, v in (("X", X), ("y", y)) if _holds(v, "OUS")), None)
-        if msg.startswith("could not convert") and culprit:
-            raise ValueError(
-                f"'{culprit}' of {name} must be numbers; {msg}. Encode text or categories as "
-                "numbers first (e.g. with sklearn.preprocessing.OneHotEncoder).") from exc
+        for arg, values in (("X", X), ("y", y)):
+            restated = restate_array_error(msg, f"'{arg}' of {name}", arg, values)
+            if restated:
+                raise ValueError(restated) from exc
         if msg.startswith("Found input variables with inconsistent numbers of samples"):
             raise ValueError(f"'X' and 'y' of {name} must have the same number of rows. "
-                             f"({msg})") from exc
-        if msg.startswith("Found array with 0 sample"):
-            raise ValueError(f"'X' of {name} has no rows; pass at least one. ({msg})") from exc
-        if msg.startswith("Found array with 0 feature"):
-            raise ValueError(f"'X' of {name} has no columns; pass at least one feature. "
                              f"({msg})") from exc
         if msg.startswith("Found array with dim"):
             raise ValueError(f"'X' of {name} must be 2-D (n_samples, n_features). ({msg})") \

@@ -8,6 +8,8 @@ import numpy as np
 import scipy.sparse as sp
 from sklearn.utils import check_array
 
+from ._checks import _holds, restate_array_error
+
 __all__ = ["Graph", "check_adjacency", "check_node_ids"]
 
 
@@ -21,9 +23,7 @@ def check_adjacency(adjacency, n, *, name="adjacency", what="rows of X", symmetr
     """
     if adjacency is None:
         raise ValueError(f"'{name}' is None; pass a (n, n) matrix or omit it.")
-    dtype = getattr(adjacency, "dtype", None)
-    if np.issubdtype(dtype if isinstance(dtype, np.dtype) else np.asarray(adjacency).dtype,
-                     np.complexfloating):
+    if _holds(adjacency, "c"):
         raise ValueError(f"'{name}' holds complex numbers; edge weights must be real (pass "
                          f"e.g. the moduli, abs({name})).")
     if sp.issparse(adjacency):
@@ -120,17 +120,9 @@ class Graph:
             if "Expected 2D array" in msg:
                 raise ValueError("Graph 'features' must be 2-D (n_nodes, n_features); for one "
                                  "feature per node pass features.reshape(-1, 1).") from exc
-            if "Complex data" in msg:
-                raise ValueError("Graph 'features' holds complex numbers; pass real numbers "
-                                 "(e.g. the real and imaginary parts as separate "
-                                 "columns).") from exc
-            if "could not convert" in msg:
-                raise ValueError(f"Graph 'features' must be real numbers ({msg}); encode text "
-                                 "or categories as numbers first, e.g. with "
-                                 "sklearn.preprocessing.OneHotEncoder.") from exc
-            if "0 sample" in msg or "0 feature" in msg:
-                raise ValueError(f"Graph 'features' must have at least one node and one "
-                                 f"feature ({msg}).") from exc
+            restated = restate_array_error(msg, "Graph 'features'", "features", features)
+            if restated:
+                raise ValueError(restated) from exc
             raise
         self.adjacency = check_adjacency(adjacency, self.features.shape[0], name="adjacency",
                                          what="nodes (rows of 'features')")

@@ -219,8 +219,8 @@ def test_graph_repr_counts_a_self_loop_as_one_edge():
 def test_graph_features_errors_name_the_features():
     from skdiff import Graph
 
-    for F, message in ((np.array([["a", "b"], ["c", "d"]]), "must be real numbers"),
+    for F, message in ((np.array([["a", "b"], ["c", "d"]]), "must be numbers; could not"),
                        (np.eye(2) * 1j, "holds complex numbers"),
-                       (np.empty((0, 2)), "must have at least one node and one feature")):
+                       (np.empty((0, 2)), "has no rows; pass at least one")):
         with pytest.raises(ValueError, match=f"Graph 'features' {message}"):
             Graph(F, np.eye(len(F)))

@@ -15,6 +15,8 @@ import hashlib
 import os
 from pathlib import Path
 
+import numpy as np
+
 from ._registry import REGISTRY
 
 __all__ = ["get_data_home"]
@@ -59,6 +61,12 @@ def _mismatch(known, data):
     if received == expected.lower():
         return None
     return known, f"{algorithm}:{received}"
+
+
+def check_verify(verify):
+    """Refuse a ``verify`` that is not a boolean (a string such as ``"no"`` is truthy)."""
+    if not isinstance(verify, bool | np.bool_):
+        raise ValueError(f"'verify' must be True or False; got {verify!r}.")
 
 
 def read_verified(path: Path, *, verify: bool, fetch_call: str) -> bytes:

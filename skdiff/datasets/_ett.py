@@ -6,7 +6,7 @@ import numpy as np
 from sklearn.utils import Bunch
 
 from .._checks import memory_for
-from ._download import ensure_files, get_data_home, read_verified
+from ._download import check_verify, ensure_files, get_data_home, read_verified
 
 __all__ = ["fetch_ett", "load_ett"]
 
@@ -179,8 +179,7 @@ def load_ett(name="ETTh1", data_home=None, *, as_frame="auto", verify=True):
     # identity, not equality: 1 == True would pass, and a string "no" is truthy
     if not (as_frame == "auto" or as_frame is True or as_frame is False):
         raise ValueError(f"'as_frame' must be 'auto', True or False; got {as_frame!r}.")
-    if not isinstance(verify, bool | np.bool_):
-        raise ValueError(f"'verify' must be True or False; got {verify!r}.")
+    check_verify(verify)
     path = get_data_home(data_home) / "ett" / f"{name}.csv"
     fetch_call = f"skdiff.datasets.fetch_ett({name!r})"
     if not path.is_file():

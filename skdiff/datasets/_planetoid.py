@@ -12,7 +12,7 @@ import scipy.sparse as sp
 from sklearn.utils import Bunch
 
 from .._checks import memory_for
-from ._download import ensure_files, get_data_home, read_verified
+from ._download import check_verify, ensure_files, get_data_home, read_verified
 
 __all__ = ["fetch_planetoid", "load_planetoid"]
 
@@ -332,8 +332,7 @@ def load_planetoid(name="cora", data_home=None, *, verify=True):
     """
     if name not in _NAMES:
         raise ValueError(f"The 'name' parameter must be one of {_NAMES}; got {name!r}.")
-    if not isinstance(verify, bool | np.bool_):
-        raise ValueError(f"'verify' must be True or False; got {verify!r}.")
+    check_verify(verify)
     folder = _folder(get_data_home(data_home))
     fetch_call = f"skdiff.datasets.fetch_planetoid({name!r})"
     paths = _existing_paths(name, folder, fetch_call)

@@ -450,8 +450,9 @@ def _propagated(conv, G, Z, z):
     # propagate does (sparse kernels have no bfloat16 version on the CPU)
     with _autocast_off(Z.device.type):
         gz = (G @ Z.to(G.dtype)).to(z.dtype)  # (c, hidden)
-        ones = torch.ones(Z.shape[0], 1, dtype=G.dtype, device=Z.device)
-        row_sums = (G @ ones).to(z.dtype)
+        if conv.Wv is not None:
+            ones = torch.ones(Z.shape[0], 1, dtype=G.dtype, device=Z.device)
+            row_sums = (G @ ones).to(z.dtype)
     c, h = z.shape[0], conv.n_heads
     if conv.Wv is None:
         return gz.unsqueeze(1).expand(c, h, gz.shape[1])

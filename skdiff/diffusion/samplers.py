@@ -324,10 +324,10 @@ def _check_sampling(n_samples, eta, **tensors):
     dtypes = set()
     for name, value in tensors.items():
         if not isinstance(value, torch.Tensor) or not value.is_floating_point():
-            raise TypeError(f"'{name}' must be a floating-point torch tensor; got "
-                            f"{type(value).__name__}"
-                            f"{'' if not isinstance(value, torch.Tensor) else f' of {value.dtype}'}"
-                            ". Convert it with torch.as_tensor(..., dtype=torch.float32).")
+            got = (f"a tensor of {value.dtype}" if isinstance(value, torch.Tensor)
+                   else type(value).__name__)
+            raise TypeError(f"'{name}' must be a floating-point torch tensor; got {got}. "
+                            "Convert it with torch.as_tensor(..., dtype=torch.float32).")
         if name.startswith("x"):
             dtypes.add(value.dtype)
     if len(dtypes) > 1:

@@ -436,7 +436,7 @@ class NDPRegressor(RegressorMixin, EstimatorBase):
         if self._trend is not None:
             y_context = y_context - self._trend_at(self.X_train_)
         self.x_lengthscales_ = None if gp is None or not gp.ard else gp.lengthscales
-        self._set_target_scale(y_context, values=y[idx])
+        self._set_target_scale(y_context, y[idx])
         self.y_train_ = (y_context - self.y_mean_) / self.y_std_
         with np.errstate(over="ignore"):  # inf for targets beyond float64's squares
             prior_noise = float(np.float64(self.prior_config_.noise)
@@ -447,7 +447,7 @@ class NDPRegressor(RegressorMixin, EstimatorBase):
                                    if self.alpha_ else None)
         return self
 
-    def _set_target_scale(self, y, values=None):
+    def _set_target_scale(self, y, values):
         """``y_mean_`` and ``y_std_``: the standardisation of ``y`` (identity without
         ``normalize_y``): the family's units for a prior trained on functions (a few points
         cannot estimate the level and scale; the family can), else the context's mean and

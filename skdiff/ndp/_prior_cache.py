@@ -106,8 +106,11 @@ def _entry_key(config, max_epochs, steps_per_epoch, seed):
     return hashlib.sha256(source.encode()).hexdigest()[:16], source
 
 
-def _load_entry(pt, js, source, config):
-    """The cached state dict, or None (with a warning) when the entry is missing or bad."""
+def _load_entry(pt, js, source, config, device):
+    """The cached prior's network on ``device``, or None (with a warning) when the entry is
+    missing or bad."""
+    from ..diffusion.priors import _network
+
     if not pt.exists() or not js.exists():
         return None
     try:
@@ -118,15 +121,11 @@ def _load_entry(pt, js, source, config):
         if manifest.get("source") != json.loads(source):
             raise ValueError("it was trained with another configuration")
         state = torch.load(io.BytesIO(data), map_location="cpu", weights_only=True)
-        if not all(torch.isfinite(v).all() for v in state.values() if v.is_floating_point()):
-            raise ValueError("its weights hold non-finite values")
-        with torch.random.fork_rng(devices=[]):  # the caller's random state stays
-            config.network().load_state_dict(state)
-        return state
+        return _network(config, state, "its weights", device)  # checked: finite, fitting
     except (ValueError, KeyError, RuntimeError, OSError, json.JSONDecodeError,
             pickle.UnpicklingError) as exc:
-        warnings.warn(f"The cached prior {pt} is unusable ({exc}); it is discarded and "
-                      "trained again.", UserWarning, stacklevel=5)
+        warnings.warn(f"The cached prior {pt} is unusable ({str(exc).strip()}); it is "
+                      "discarded and trained again.", UserWarning, stacklevel=5)
         for f in (pt, js):
             f.unlink(missing_ok=True)
         return None
@@ -140,6 +139,7 @@ def trained_prior(config, *, max_epochs, steps_per_epoch, seed, device, cache_di
     repeated fits reuse the same weights. An interrupted training (``KeyboardInterrupt``)
     propagates and writes nothing.
     """
+    from ..diffusion.priors import _network
     from ..diffusion.training import train_prior
 
     key, source = _entry_key(config, max_epochs, steps_per_epoch, seed)
@@ -156,8 +156,8 @@ def trained_prior(config, *, max_epochs, steps_per_epoch, seed, device, cache_di
             "another folder, or cache_dir=None for the default one.") from exc
     pt, js = folder / f"prior_{key}.pt", folder / f"prior_{key}.json"
     with FileLock(str(folder / f"prior_{key}.lock")):
-        state = _load_entry(pt, js, source, config)
-        if state is None:
+        module = _load_entry(pt, js, source, config, device)
+        if module is None:
             _, state, _ = train_prior(config, max_epochs=max_epochs,
                                       steps_per_epoch=steps_per_epoch, device=device,
                                       random_state=seed, verbose=verbose, callbacks=callbacks)
@@ -167,9 +167,6 @@ def trained_prior(config, *, max_epochs, steps_per_epoch, seed, device, cache_di
             atomic_write(pt, data)
             manifest = {"sha256": hashlib.sha256(data).hexdigest(), "source": json.loads(source)}
             atomic_write(js, (json.dumps(manifest, indent=1) + "\n").encode())
-    with torch.random.fork_rng(devices=[]):  # the weights replace the random ones
-        module = config.network()
-    module.load_state_dict(state, strict=False)
-    module.eval().requires_grad_(False)
-    _MEMORY[mem_key] = module.to(device)
-    return _MEMORY[mem_key]
+            module = _network(config, state, "The trained prior's weights", device)
+    _MEMORY[mem_key] = module
+    return module
