@@ -344,6 +344,13 @@ class EstimatorBase(BaseEstimator):
                 f"accelerator=Accelerator(); got {accelerator!r}"
                 + (", the class itself." if isinstance(accelerator, type) else
                    ", which has no 'device'."))
+        accel_precision = str(getattr(accelerator, "mixed_precision", "no") or "no")
+        if accel_precision != "no" and getattr(self, "mixed_precision", None) is not None:
+            raise ValueError(
+                f"mixed_precision={self.mixed_precision!r} with an accelerator that runs its "
+                f"own mixed precision ({accel_precision!r}): both autocasts would apply. Set "
+                "one of them: mixed_precision=None to keep the accelerator's, or "
+                "Accelerator(mixed_precision='no').")
         self.device_ = resolve_device(str(accelerator.device) if accelerator is not None
                                       else self.device)
         seed = draw_seed(self.random_state)
@@ -578,13 +585,15 @@ class EstimatorBase(BaseEstimator):
                           "Check its predictions before relying on them.", UserWarning,
                           stacklevel=2)
             return saved
-        if not isinstance(saved, dict) or "estimator" not in saved:
+        est = saved.get("estimator") if isinstance(saved, dict) else saved
+        if not isinstance(est, BaseEstimator):
             raise ValueError(f"{os.fspath(path)!r} holds a {type(saved).__name__}, not an "
                              f"estimator written by {cls.__name__}.save.")
-        est = saved["estimator"]
-        if not isinstance(est, cls):
-            raise TypeError(f"{path} holds a {type(est).__name__}, not a {cls.__name__}; load "
-                            f"it with {type(est).__name__}.load.")
+        if not isinstance(est, cls):  # saved by save or pickled: another estimator either way
+            load = (f"load it with {type(est).__name__}.load" if isinstance(est, EstimatorBase)
+                    else "read it with joblib.load")
+            raise TypeError(f"{os.fspath(path)!r} holds a {type(est).__name__}, not a "
+                            f"{cls.__name__}; {load}.")
         if saved.get("skdiff_version") != __version__:
             warnings.warn(f"{path} was written by skdiff {saved.get('skdiff_version')}; this is "
                           f"skdiff {__version__}. Check its predictions before relying on them.",

@@ -207,6 +207,20 @@ def test_save_and_load_restore_everything(sequences, tmp_path):
     with pytest.warns(UserWarning, match="holds a plain pickle of a FlowformerRegressor"):
         loaded = FlowformerRegressor.load(tmp_path / "plain.pkl")
     np.testing.assert_array_equal(loaded.predict(X), reg.predict(X))
+    # a plain pickle of another estimator is refused as a saved one is; other objects by type
+    with pytest.raises(TypeError, match="holds a FlowformerRegressor, not a "
+                                        "FlowformerClassifier; load it with FlowformerRegressor"):
+        FlowformerClassifier.load(tmp_path / "plain.pkl")
+    with open(tmp_path / "scaler.pkl", "wb") as fh:
+        pickle.dump(StandardScaler(), fh)
+    with pytest.raises(TypeError, match="holds a StandardScaler, not a FlowformerRegressor; "
+                                        "read it with joblib.load"):
+        FlowformerRegressor.load(tmp_path / "scaler.pkl")
+    with open(tmp_path / "list.pkl", "wb") as fh:
+        pickle.dump([1, 2], fh)
+    with pytest.raises(ValueError, match="holds a list, not an estimator written by "
+                                         "FlowformerRegressor.save"):
+        FlowformerRegressor.load(tmp_path / "list.pkl")
 
 
 def test_sample_posterior_through_a_pipeline(graph):

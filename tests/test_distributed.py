@@ -222,3 +222,21 @@ def test_the_accelerator_class_instead_of_an_instance_is_named():
     with pytest.raises(ValueError, match=r"'accelerator' parameter must be an "
                                          r"accelerate.Accelerator instance.*the class itself"):
         FlowformerRegressor(max_epochs=1, accelerator=accelerate.Accelerator).fit(X, X[:, 0])
+
+
+def test_mixed_precision_beside_an_accelerators_own_is_refused():
+    class Accelerating:  # the attributes fit reads of an accelerate.Accelerator
+        device, num_processes, mixed_precision = "cpu", 1, "bf16"
+
+        def prepare(self, *args):
+            return args
+
+        def backward(self, loss):
+            loss.backward()
+
+    X = np.random.RandomState(0).normal(size=(40, 3))
+    with pytest.raises(ValueError, match=r"mixed_precision='fp16' with an accelerator that runs "
+                                         r"its own mixed precision \('bf16'\).*"
+                                         r"Accelerator\(mixed_precision='no'\)"):
+        FlowformerRegressor(max_epochs=1, mixed_precision="fp16",
+                            accelerator=Accelerating()).fit(X, X[:, 0])

@@ -74,6 +74,18 @@ def test_flowformer_regressor():
     assert abs(scores[0] - scores[1]) < 0.05
 
 
+def test_flowformer_float64_inference_runs_without_autocast():
+    X, y = _windows()
+    reg = FlowformerRegressor(mixed_precision="bf16", inference_dtype="float64", max_epochs=2,
+                              random_state=0).fit(X[:300], y[:300])
+    exact = reg.predict(X[300:])
+    # the same weights predicted in float64 with and without bf16: identical, and apart from
+    # the float32 forward under bf16 autocast
+    np.testing.assert_array_equal(reg.set_params(mixed_precision=None).predict(X[300:]), exact)
+    autocast = reg.set_params(mixed_precision="bf16", inference_dtype="float32").predict(X[300:])
+    assert np.max(np.abs(autocast - exact)) > 1e-4
+
+
 def test_flowformer_classifier():
     X, _ = _windows()
     y = (X[:, -1] > X[:, -2]).astype(int)  # rising or falling at the end of the window

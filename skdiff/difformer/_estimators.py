@@ -585,10 +585,8 @@ class _DIFFormerBase(NeuralEstimatorBase):
     def _prepare_predict(self, X, adjacency=None, graph=None):
         """("cached", ids) | ("joint", inputs) | ("inductive", inputs); see :meth:`predict`."""
         check_is_fitted(self)
-        if graph is not None and adjacency is not None:
-            raise ValueError("Pass either 'graph' (graph mode, X = node ids) or 'adjacency' "
-                             "(features mode), not both.")
-        if graph is not None or (self.fitted_on_graph_ and adjacency is None):
+        self._check_predict_mode(adjacency, graph)
+        if graph is not None or self.fitted_on_graph_:
             g = self._graph if graph is None else graph
             if self._graph is not None and getattr(g, "_token", None) == self._graph._token:
                 g = self._graph  # the fitted graph, also as a copy from a pickle round trip
@@ -608,6 +606,20 @@ class _DIFFormerBase(NeuralEstimatorBase):
                 "predictions, after label_propagation); silence this warning if isolated "
                 "nodes are meant.", UserWarning, stacklevel=caller_stacklevel())
         return ("joint" if adjacency is not None else "inductive"), inputs, None
+
+    def _check_predict_mode(self, adjacency, graph):
+        """Refuse an ``adjacency`` beside ``graph``, or given to a model fitted in graph
+        mode (whose ``X`` holds node ids, not feature rows an adjacency could join)."""
+        if graph is not None and adjacency is not None:
+            raise ValueError("Pass either 'graph' (graph mode, X = node ids) or 'adjacency' "
+                             "(features mode), not both.")
+        if adjacency is not None and self.fitted_on_graph_:
+            raise ValueError(
+                f"{type(self).__name__} was fitted in graph mode (fit(..., graph=g)), so X "
+                "holds node ids and the edges come from a Graph; got an 'adjacency'. Leave "
+                "adjacency=None to predict on the fitted graph's nodes, or pass "
+                "graph=Graph(features, adjacency) for another graph. To predict on feature "
+                "rows joined by an adjacency, fit with X as features and adjacency= instead.")
 
     def _outputs(self, prepared, mc=False):
         mode, inputs, graph = prepared
@@ -689,6 +701,7 @@ class _DIFFormerBase(NeuralEstimatorBase):
                 or not -n_layers <= layer < n_layers:
             raise ValueError(f"'layer' must be an integer in [{-n_layers}, {n_layers}) for a "
                              f"network of {n_layers} layers; got {layer!r}.")
+        self._check_predict_mode(adjacency, graph)
         if graph is not None or self.fitted_on_graph_:
             g = self._graph if graph is None else graph
             inputs = self._inputs(X, None, g, reset=False)

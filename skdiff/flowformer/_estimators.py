@@ -110,7 +110,8 @@ inference_dtype : {"auto", "float32", "float64"}
     not depend on the other rows of the call (float32 matrix products round differently
     for different batch sizes, at the 1e-7 level); ``"auto"`` uses float64 on the CPU and
     float32 on accelerators (Apple's MPS has no float64; GPUs run it slowly) or with
-    ``mixed_precision``.
+    ``mixed_precision``. ``"float64"`` predicts without autocast: ``mixed_precision``
+    then applies to training only.
 batch_size : int
     Sequences per training step.
 n_features_in_ : int

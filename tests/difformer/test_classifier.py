@@ -283,6 +283,15 @@ def test_bad_inputs_are_clear_errors(planted):
     for method in (fitted.predict, fitted.predict_proba, fitted.sample_posterior):
         with pytest.raises(ValueError, match="either 'graph' .* not both"):
             method(g.node_ids(), adjacency=A, graph=g)
+    # graph mode takes node ids: an adjacency at prediction (with feature rows, or with the
+    # ids) is refused by name, for attention_graph too
+    for method in (fitted.predict, fitted.predict_proba, fitted.sample_posterior,
+                   fitted.attention_graph):
+        for rows in (X, g.node_ids()):
+            with pytest.raises(ValueError, match="fitted in graph mode .* got an 'adjacency'"):
+                method(rows, adjacency=A)
+    with pytest.raises(ValueError, match="either 'graph' .* not both"):
+        fitted.attention_graph(g.node_ids(), adjacency=A, graph=g)
     with pytest.raises(ValueError, match="'validation_mask' must be a boolean array"):
         clf.fit(X, y, validation_mask=np.arange(10))
     with pytest.raises(ValueError, match="'adjacency' contains NaN"):
