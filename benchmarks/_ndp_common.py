@@ -25,22 +25,36 @@ def add_sampler_arg(parser):
                         help="NDPRegressor's sampler (default: its default, 'auto')")
 
 
+def add_x_compression_arg(parser):
+    """Add ``--x-compression``: NDPRegressor's ``x_compression``, by default the estimator's
+    own (``"auto"``: the cap chosen by the prior's evidence), or a fixed cap >= 1."""
+    def cap(value):
+        return value if value == "auto" else float(value)
+
+    parser.add_argument("--x-compression", type=cap, default="auto",
+                        help="NDPRegressor's x_compression: 'auto' (its default) or a fixed "
+                             "cap >= 1 on the ARD input map's compression of a feature")
+
+
 def apply_runtime_args(args):
     """Set the torch thread count."""
     if args.threads:
         torch.set_num_threads(args.threads)
 
 
-def write_json(path, payload):
-    """Write ``payload`` under the common header (:func:`_results.header`), complete; path
-    arguments in ``payload["args"]`` are recorded as the command records them (relative to
-    the repository, or ``PATH``)."""
+def write_json(path, payload, complete=True):
+    """Write ``payload`` under the common header (:func:`_results.header`), complete unless
+    ``complete=False`` (a run that rewrites its file as it goes); path arguments in
+    ``payload["args"]`` are recorded as the command records them (relative to the
+    repository, or ``PATH``)."""
     script = Path(sys.argv[0]).name
     if isinstance(payload.get("args"), dict):
         payload = {**payload, "args": {k: relative_path(v) if isinstance(v, str) else v
                                        for k, v in payload["args"].items()}}
-    write_results(path, {**header(script, torch.get_num_threads()), **payload}, complete=True)
-    print(f"written to {path}")
+    write_results(path, {**header(script, torch.get_num_threads()), **payload},
+                  complete=complete)
+    if complete:
+        print(f"written to {path}")
 
 
 def summarise(rows):

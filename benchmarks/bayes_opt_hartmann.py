@@ -40,6 +40,7 @@ import numpy as np
 from _ndp_common import (
     add_runtime_args,
     add_sampler_arg,
+    add_x_compression_arg,
     apply_runtime_args,
     bo_gpr,
     print_regrets,
@@ -94,6 +95,7 @@ def main(argv=None):
                    help="also run the NDP priors of --priors and GPR with half the "
                         "candidates around the best point so far (local_fraction=0.5), as "
                         "'<method>_local'")
+    add_x_compression_arg(p)
     add_runtime_args(p)
     p.add_argument("--json", default=None)
     args = p.parse_args(argv)
@@ -101,7 +103,7 @@ def main(argv=None):
     objective, bounds, f_min = FUNCTIONS[args.function]
     def ndp(prior):
         return lambda: NDPRegressor(prior=prior, x_bounds=bounds, alpha=0.0, n_samples=2,
-                                    sampler=args.sampler)
+                                    sampler=args.sampler, x_compression=args.x_compression)
 
     def gpr():
         return bo_gpr(bounds)

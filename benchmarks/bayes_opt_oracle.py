@@ -15,7 +15,8 @@ uniform query points), for models that no amount of training reaches and one tha
   perfectly, would predict.
 - ``oracle_isotropic_ard``: the same, with the inputs mapped by ``NDPRegressor``'s default
   map (``x_scaling="ard"``: the box, then every feature compressed by its ML-II
-  lengthscale's ratio to the shortest, at most 10-fold), fitted to the same evaluations.
+  lengthscale's ratio to the shortest, up to the cap ``--x-compression``, by default the
+  one the prior's evidence chooses), fitted to the same evaluations.
 - ``oracle_per_dimension`` and ``oracle_per_dimension_ard``: both maps, for a training
   distribution that draws each input dimension's lengthscale independently from the same
   distribution (8 quantiles per dimension; ``PriorConfig(anisotropic=True)``), on which
@@ -46,7 +47,13 @@ import time
 import warnings
 
 import numpy as np
-from _ndp_common import add_runtime_args, apply_runtime_args, bo_gpr, write_json
+from _ndp_common import (
+    add_runtime_args,
+    add_x_compression_arg,
+    apply_runtime_args,
+    bo_gpr,
+    write_json,
+)
 from bayes_opt_hartmann import FUNCTIONS
 from bayes_opt_picks import draws  # the same evaluations and queries as its regression
 from sklearn.base import clone
@@ -98,6 +105,7 @@ def main(argv=None):
                    help="NDPRegressor samplers to run on the first --sampler-seeds seeds")
     p.add_argument("--sampler-seeds", type=int, default=3)
     p.add_argument("--sampler-samples", type=int, default=8)
+    add_x_compression_arg(p)
     add_runtime_args(p)
     p.add_argument("--json", default=None)
     args = p.parse_args(argv)
@@ -121,7 +129,8 @@ def main(argv=None):
             mu, sd = y.mean(), y.std()
             yz, z = (y - mu) / sd, (truth - mu) / sd
             # the default input map, as the NDP fitted to these evaluations computes it
-            ard_offset, ard_scale = NDPRegressor(x_bounds=bounds).fit(X, yz)._input_map(
+            ard_offset, ard_scale = NDPRegressor(
+                x_bounds=bounds, x_compression=args.x_compression).fit(X, yz)._input_map(
                 np.vstack([X, Q]))
             for name, parts in oracles.items():
                 for suffix, (o, c) in (("", (offset, scale)), ("_ard", (ard_offset, ard_scale))):
@@ -136,7 +145,7 @@ def main(argv=None):
                 for sampler in args.samplers:
                     t0 = time.perf_counter()
                     ndp = NDPRegressor(x_bounds=bounds, alpha=0.0, sampler=sampler,
-                                       random_state=0)
+                                       x_compression=args.x_compression, random_state=0)
                     s = ndp.fit(X, yz).sample_posterior(
                         np.vstack([X, Q]), n_samples=args.sampler_samples, random_state=0)
                     mean = s.mean(1)

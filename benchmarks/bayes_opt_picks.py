@@ -37,7 +37,13 @@ import argparse
 import warnings
 
 import numpy as np
-from _ndp_common import add_runtime_args, apply_runtime_args, bo_gpr, write_json
+from _ndp_common import (
+    add_runtime_args,
+    add_x_compression_arg,
+    apply_runtime_args,
+    bo_gpr,
+    write_json,
+)
 from bayes_opt_hartmann import FUNCTIONS
 from scipy.stats import spearmanr
 from sklearn.base import BaseEstimator, RegressorMixin, clone
@@ -143,12 +149,14 @@ def main(argv=None):
     p.add_argument("--n-iter", type=int, default=30)
     p.add_argument("--n-context", type=int, default=30,
                    help="evaluations the regression part conditions on")
+    add_x_compression_arg(p)
     add_runtime_args(p)
     p.add_argument("--json", default=None)
     args = p.parse_args(argv)
     apply_runtime_args(args)
     objective, bounds, f_min = FUNCTIONS[args.function]
-    ndp = NDPRegressor(x_bounds=bounds, alpha=0.0, n_samples=2, random_state=0)
+    ndp = NDPRegressor(x_bounds=bounds, alpha=0.0, n_samples=2,
+                       x_compression=args.x_compression, random_state=0)
     ndp_box = clone(ndp).set_params(x_scaling="box")
     gpr = bo_gpr(bounds)
     seeds = range(args.n_seeds)

@@ -179,3 +179,28 @@ def test_defaults_page_lists_the_runs_its_rows_come_from():
     doc["rows"] = [{"run": 1, "estimator": "none of the estimators"}]
     page = render.render(doc)
     assert "python first" not in page and "`python second`" in page
+
+
+def test_ndp_input_map_summary_reads_the_chosen_cap_and_records_partial_runs(monkeypatch,
+                                                                            tmp_path):
+    """``ndp_input_map.py``'s summary: means over the seeds per variant, 'auto' counted per
+    chosen cap; a run writes its file as incomplete until its last task."""
+    monkeypatch.syspath_prepend(str(ROOT / "benchmarks"))
+    script = _load("ndp_input_map_under_test", ROOT / "benchmarks" / "ndp_input_map.py")
+    common = sys.modules["_ndp_common"]
+
+    def metrics(ll):
+        return {"loglik": ll, "mse": -ll, "context_rms": 0.1}
+
+    rows = [{"function": "sinlin", "split": "dev", "seed": s, "chosen": cap,
+             "metrics": {"1": metrics(0.0), "3": metrics(1.0 + s), "auto": metrics(1.0 + s)}}
+            for s, cap in ((0, 3.0), (1, 3.0))]
+    out = script.summary(rows)["sinlin"]
+    assert out["seeds"] == 2 and out["split"] == "dev"
+    assert out["variants"]["3"]["loglik"] == 1.5 and out["variants"]["3"]["loglik_se"] == 0.5
+    assert out["variants"]["chosen"] == {"1": 0, "2": 0, "3": 2, "5": 0, "10": 0}
+    path = tmp_path / "r.json"
+    common.write_json(path, {"rows": rows}, complete=False)
+    assert json.loads(path.read_text())["complete"] is False
+    common.write_json(path, {"rows": rows})
+    assert json.loads(path.read_text())["complete"] is True

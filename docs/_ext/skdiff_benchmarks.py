@@ -470,7 +470,7 @@ def _bayes_opt(doc):
 def _bayes_opt_picks(doc):
     n_iter = doc["args"]["n_iter"]
     half = n_iter // 2
-    names = {"ndp": "NDP, gp prior (x_scaling='ard', the default)",
+    names = {"ndp": "NDP, gp prior (x_scaling='ard')",
              "ndp_box": "NDP, gp prior, x_scaling='box'", "gpr": "GPR (Matérn-5/2, ML-II)"}
     rows = []
     for method, r in doc["picks"].items():
@@ -494,10 +494,10 @@ def _bayes_opt_picks(doc):
 
 def _bayes_opt_oracle(doc):
     names = {"oracle_isotropic": "Bayes posterior of the gp prior's distribution, box map",
-             "oracle_isotropic_ard": "the same, default input map (x_scaling='ard')",
+             "oracle_isotropic_ard": "the same, ARD input map (x_scaling='ard')",
              "oracle_per_dimension": "Bayes posterior, one lengthscale per dimension "
                                      "(anisotropic), box map",
-             "oracle_per_dimension_ard": "the same, default input map",
+             "oracle_per_dimension_ard": "the same, ARD input map",
              "gpr": "GPR (Matérn-5/2, one lengthscale per dimension, ML-II)"}
     rows = []
     for function, models in doc["results"].items():
@@ -516,6 +516,24 @@ def _bayes_opt_oracle(doc):
     n_ctx = doc["args"]["n_context"]
     return ["function", "model", "seeds", f"MSE at 64 points ({n_ctx} evaluations)",
             "median MSE", "RMS residual at the evaluations", "s per fit and sample"], rows
+
+
+def _ndp_input_map(doc):
+    names = {"auto": "x_compression='auto' (default)", "gpr": "GPR (ARD RBF, ML-II)"}
+    rows = []
+    for function, r in doc["summary"].items():
+        variants = r["variants"]
+        chosen = ", ".join(f"{c}: {k}" for c, k in variants["chosen"].items() if k)
+        for variant, m in variants.items():
+            if variant == "chosen":
+                continue
+            name = names.get(variant, f"x_compression={variant}")
+            se = f" ± {m['loglik_se']:.2f}" if m.get("loglik_se") is not None else ""
+            rows.append([function, r["split"], str(r["seeds"]), name,
+                         f"{m['loglik']:+.2f}{se}", f"{m['mse']:.3f}", f"{m['context_rms']:.3f}",
+                         chosen if variant == "auto" else ""])
+    return ["function", "split", "seeds", "model", "log-lik/point", "MSE",
+            "RMS residual at the evaluations", "caps 'auto' chose"], rows
 
 
 def _ndp_trend(doc):
@@ -853,7 +871,8 @@ CLAIMS = {
         "(local_fraction=0.5). NDPRegressor conditions the "
         "shipped 3-D gp prior, which marginalises the lengthscale, on the evaluations so "
         "far (no retraining; the features weighed by the ML-II lengthscales of the "
-        "evaluations, x_scaling='ard', the default), on Yeo-Johnson power-transformed "
+        "evaluations, x_scaling='ard', up to the cap the prior's evidence chooses, "
+        "x_compression='auto', the defaults), on Yeo-Johnson power-transformed "
         "values with the exponent capped at 1 (thompson_sampling's y_transform='auto', the "
         "default); GaussianProcessRegressor refits a Matérn-5/2 kernel by ML-II (2 "
         "restarts) every iteration, on the values as given (its default) and on "
@@ -867,8 +886,9 @@ CLAIMS = {
         _bayes_opt_figure),
     "bayes_opt_picks": Claim(
         "Why the NDP trails: how each model ranks the candidates", "The Thompson-sampling "
-        "runs of the Hartmann-3 table above (same protocol, its first ten seeds, each model with "
-        "thompson_sampling's defaults; the NDP also with the per-feature box input map, "
+        "runs of the Hartmann-3 protocol (its first ten seeds, each model with "
+        "thompson_sampling's defaults, the NDP's input map capped at 10, x_compression=10; "
+        "the NDP also with the per-feature box input map, "
         "x_scaling='box'), with the 64 candidates of every iteration also "
         "evaluated for the record: the true rank of the candidate the joint sample ranked "
         "lowest (0: the best of the 64), averaged over the second half of the iterations, "
@@ -881,7 +901,7 @@ CLAIMS = {
         "squared difference between predict at the 30 evaluated points and their own values "
         "(the NDP prior's noise standard deviation is 0.05); means over the seeds.",
         "bayes_opt_picks.json",
-        "python benchmarks/bayes_opt_picks.py --n-seeds 10 --threads 1 "
+        "python benchmarks/bayes_opt_picks.py --n-seeds 10 --x-compression 10 --threads 1 "
         "--json benchmarks/results/bayes_opt_picks.json",
         "not in the paper (a diagnosis of the regret gap).",
         "args: {n_iter, n_context, ...}, picks: {model: {rank, gap, regret: [[per "
@@ -894,21 +914,39 @@ CLAIMS = {
         "gp prior's own training distribution (its four kernels times 32 quantiles of its "
         "lengthscale distribution, each weighted by its marginal likelihood): what a "
         "perfectly trained network, perfectly sampled, would predict, with the inputs mapped "
-        "by the box map (x_scaling='box') and by the default map (x_scaling='ard', as the "
-        "NDP fitted to the same evaluations computes it); for the same distribution with "
+        "by the box map (x_scaling='box') and by the ARD map capped at 10 (x_scaling='ard', "
+        "x_compression=10, as the NDP fitted to the same evaluations computes it); for the "
+        "same distribution with "
         "each dimension's lengthscale drawn independently (8 quantiles per dimension, "
         "PriorConfig(anisotropic=True)), which the shipped priors were not trained on; for "
-        "the GPR; and, on the first three seeds, for the NDP with its "
-        "default input map sampled by the fast sampler and by the paper's (DDPM, 500 steps, "
+        "the GPR; and, on the first three seeds, for the NDP with that "
+        "input map sampled by the fast sampler and by the paper's (DDPM, 500 steps, "
         "RePaint U = 5), 8 joint samples at the evaluations and the queries together, with "
         "the root mean squared difference between the samples' mean and the evaluated "
         "values; MSE in standardised units, mean ± standard error over the seeds.",
         "bayes_opt_oracle.json",
-        "python benchmarks/bayes_opt_oracle.py --n-seeds 10 --samplers fast ddpm "
+        "python benchmarks/bayes_opt_oracle.py --n-seeds 10 --x-compression 10 "
+        "--samplers fast ddpm "
         "--sampler-seeds 3 --threads 1 --json benchmarks/results/bayes_opt_oracle.json",
         "not in the paper (a diagnosis of the regret gap).",
         "args: {n_context, sampler_samples, ...}, results: {function: {model: {mse: [per "
         "seed], context_rmse, seconds: [per seed] (NDP rows)}}}", _bayes_opt_oracle),
+    "ndp_input_map": Claim(
+        "How far the ARD input map compresses a feature", "NDPRegressor (gp prior) fitted "
+        "to 20 uniform random evaluations of a 2-D function with the ARD input map's cap "
+        "fixed at 1 (the box map), 2, 3, 5 and 10, and with the cap chosen by the prior's "
+        "evidence of the evaluations (x_compression='auto', the default); 64 joint samples "
+        "at the evaluations and 50 uniform query points. Values in units of the "
+        "evaluations' standard deviation: the Gaussian log-likelihood per query point of "
+        "the samples' mean and standard deviation, the MSE of the mean at the queries and "
+        "its RMS residual at the evaluations, mean over the seeds (± standard error).",
+        "ndp_input_map.json",
+        "python benchmarks/ndp_input_map.py --threads 1 --json "
+        "benchmarks/results/ndp_input_map.json",
+        "not in the paper (its tasks are isotropic, mapped by a fixed box).",
+        "args: {functions, seeds, ...}, summary: {function: {split, seeds, variants: "
+        "{variant: {loglik, loglik_se, mse, context_rms}, chosen: {cap: count}}}}, tasks: "
+        "[...]", _ndp_input_map),
     "ndp_trend": Claim(
         "A linear trend under the prior", "NDPRegressor with trend='constant' (the "
         "default) and trend='linear' on the same tasks: functions on [0, 1], 5-12 context "
@@ -931,8 +969,8 @@ CLAIMS = {
         "How each model ranks the candidates, 2-D Branin", "The same measurements on the "
         "Branin function over its usual box.",
         "bayes_opt_picks_branin.json",
-        "python benchmarks/bayes_opt_picks.py --function branin --n-seeds 10 --threads 1 "
-        "--json benchmarks/results/bayes_opt_picks_branin.json",
+        "python benchmarks/bayes_opt_picks.py --function branin --n-seeds 10 "
+        "--x-compression 10 --threads 1 --json benchmarks/results/bayes_opt_picks_branin.json",
         "not in the paper (a diagnosis of the regret gap).",
         "args: {n_iter, n_context, ...}, picks: {model: {rank, gap, regret: [[per "
         "iteration] per seed]}}, regression: {model: {mse, std, rho_sample, rho_mean, "
@@ -962,10 +1000,12 @@ CLAIMS = {
         "ranks the 64 uniform candidates by a draw built from 8 joint posterior samples "
         "(their mean plus the first sample's deviation along the principal directions above "
         "the Marchenko-Pastur edge, denoise='auto'); the GPR by one exact sample. Seeds 0-9, "
-        "the first ten of the table above (same initial points and candidate streams).",
+        "the first ten of the table above (same initial points and candidate streams); the "
+        "NDP's input map capped at 10 (x_compression=10).",
         "bayes_opt_hartmann_denoise.json",
         "python benchmarks/bayes_opt_hartmann.py --priors gp --n-seeds 10 --n-iter 30 "
-        "--threads 1 --json benchmarks/results/bayes_opt_hartmann_denoise.json",
+        "--x-compression 10 --threads 1 --json "
+        "benchmarks/results/bayes_opt_hartmann_denoise.json",
         "the paper's Sec. 5.3 draws one sample; the denoised draw is an extension.",
         "args: {n_iter, ...}, n_init, seconds_per_run: {method: s}, cpu_seconds_per_run: "
         "{method: s}, regret: {method: [[per evaluation] per seed]}", _bayes_opt,
@@ -973,10 +1013,12 @@ CLAIMS = {
     "bayes_opt_branin_denoise": Claim(
         "Bayesian optimisation, 2-D Branin, the NDP draw denoised from 8 samples", "The "
         "Branin protocol with denoise='auto': the NDP's draw denoised from 8 joint samples, "
-        "the GPR's one exact sample. Seeds 0-9, the first ten of the Branin table.",
+        "the GPR's one exact sample. Seeds 0-9, the first ten of the Branin table; the "
+        "NDP's input map capped at 10 (x_compression=10).",
         "bayes_opt_branin_denoise.json",
         "python benchmarks/bayes_opt_hartmann.py --function branin --priors gp --n-seeds 10 "
-        "--n-iter 30 --threads 1 --json benchmarks/results/bayes_opt_branin_denoise.json",
+        "--n-iter 30 --x-compression 10 --threads 1 --json "
+        "benchmarks/results/bayes_opt_branin_denoise.json",
         "the protocol of the paper's Sec. 5.3, on a 2-D function; the denoised draw is an "
         "extension.",
         "args: {function, n_iter, ...}, n_init, seconds_per_run: {method: s}, "
@@ -996,13 +1038,14 @@ CLAIMS = {
            "family with its lengthscale fixed; the tiered sampler, its default) and ranks "
            "the 64 uniform candidates by a draw denoised from 8 joint samples; the GPR "
            "refits a Matérn-5/2 kernel by ML-II every iteration and ranks by one exact "
-           "sample." if suffix else
+           "sample. The NDPs' input map is capped at 10 (x_compression=10)." if suffix else
            "The NDP on the shipped 2-D gp prior ranks the candidates by one joint sample "
            "(denoise=False, the default and the paper's draw); same seeds, initial points "
            "and candidates as the table of the denoised draw."),
         f"bayes_opt_{key}{suffix}.json",
         f"python benchmarks/bayes_opt_hartmann.py {'' if suffix else '--no-denoise '}"
-        f"--function {key} --priors gp{' matern52' if suffix else ''} --n-seeds 10 "
+        f"--function {key} --priors gp{' matern52 --x-compression 10' if suffix else ''} "
+        "--n-seeds 10 "
         f"--n-iter 30 --threads 1 --json benchmarks/results/bayes_opt_{key}{suffix}.json",
         "the protocol of the paper's Sec. 5.3, on a 2-D function"
         + ("; the denoised draw is an extension." if suffix else "."),

@@ -416,6 +416,16 @@ class PriorConfig:
         """
         X = np.asarray(X, dtype=np.float64)
         n = len(X)
+        spread = [np.trace(K, axis1=-2, axis2=-1) / n - K.sum((-2, -1)) / n**2
+                  for K in self._kernel_matrices(X, n_quadrature)]
+        return float(np.mean(spread) + self.noise * (1 - 1 / n))
+
+    def _kernel_matrices(self, X, n_quadrature):
+        """The noise-free kernel matrices at ``X`` of the equally weighted components of
+        this prior's training distribution, one array ``[components, n, n]`` per kernel:
+        ``n_quadrature`` quantiles of the lengthscale distribution, or, for an
+        ``anisotropic`` prior, every combination of about ``n_quadrature ** (1 / n_dims)``
+        quantiles per dimension (at least 4)."""
         if self.anisotropic and X.shape[1] > 1:
             per_dim = max(4, round(n_quadrature ** (1 / X.shape[1])))
             q = self.lengthscale_quantiles(per_dim)
@@ -425,10 +435,45 @@ class PriorConfig:
         else:
             lengths = self.lengthscale_quantiles(n_quadrature)
             Xb = np.broadcast_to(X, (len(lengths),) + X.shape)
-        spread = [np.trace(K, axis1=-2, axis2=-1) / n - K.sum((-2, -1)) / n**2
-                  for K in (gp_kernel(Xb, Xb, k, lengths, self.variance)  # [lengthscales, n, n]
-                            for k in self.kernels)]
-        return float(np.mean(spread) + self.noise * (1 - 1 / n))
+        return [gp_kernel(Xb, Xb, k, lengths, self.variance) for k in self.kernels]
+
+    def log_evidence(self, X, y, n_quadrature=16):
+        """Log marginal likelihood of the noisy values ``y`` at the inputs ``X`` under this
+        prior's training distribution: a mixture of GPs (its kernels, uniformly, times its
+        lengthscale distribution), each with this prior's variance and noise.
+
+        It is the log of the mean, over the equally weighted components (the kernels times
+        ``n_quadrature`` quantiles of the lengthscale distribution, as in
+        :meth:`expected_sample_variance`), of each zero-mean GP's Gaussian density of
+        ``y``: how probable the prior finds a function with these values at these inputs.
+
+        Parameters
+        ----------
+        X : ndarray of shape (n, n_dims)
+            Inputs in the prior's domain.
+        y : ndarray of shape (n,)
+            Values on the prior's scale.
+        n_quadrature : int, default=16
+            Quantiles of a lengthscale distribution averaged over (in all, for an
+            anisotropic prior).
+
+        Returns
+        -------
+        log_evidence : float
+            The log density of ``y``, in nats.
+        """
+        X = np.asarray(X, dtype=np.float64)
+        y = np.asarray(y, dtype=np.float64)
+        n = len(X)
+        log_p = []
+        for K in self._kernel_matrices(X, n_quadrature):
+            L = np.linalg.cholesky(K + self.noise * np.eye(n))  # [components, n, n]
+            a = np.linalg.solve(L, np.broadcast_to(y[:, None], (len(L), n, 1)))[..., 0]
+            log_det = 2 * np.log(np.diagonal(L, axis1=-2, axis2=-1)).sum(-1)
+            log_p.append(-0.5 * ((a ** 2).sum(-1) + log_det + n * np.log(2 * np.pi)))
+        log_p = np.concatenate(log_p)
+        top = log_p.max()
+        return float(top + np.log(np.mean(np.exp(log_p - top))))
 
     def draw_functions(self, n_functions, random_state):
         """``n_functions`` training functions of this prior (a :func:`make_gp_functions` Bunch).

@@ -189,10 +189,19 @@ class NDPRegressor(RegressorMixin, EstimatorBase):
         :class:`~sklearn.gaussian_process.GaussianProcessRegressor` with one RBF
         lengthscale per feature, from at least ``2 D + 1`` context points; fewer use
         ``"box"``), and every feature whose lengthscale, in box units, is longer than the
-        shortest one's is compressed about the domain's centre by their ratio (at most
-        10-fold), so that the mapped function varies equally fast along every feature
-        and stays inside the domain. A function that changes fast along one feature and
-        slowly along another is then predicted as the prior's isotropic functions.
+        shortest one's is compressed about the domain's centre by their ratio, so that
+        the mapped function varies equally fast along every feature and stays inside the
+        domain. A function that changes fast along one feature and slowly along another
+        is then predicted as the prior's isotropic functions. The ratio is capped by
+        ``x_compression``.
+    x_compression : "auto" or float >= 1, default="auto"
+        With ``x_scaling="ard"``, the most a feature is compressed. ``"auto"``: chosen in
+        ``fit`` among 1, 2, 3, 5 and 10, as the cap under which the prior finds the
+        context most probable (its marginal likelihood, see
+        :meth:`~skdiff.diffusion.PriorConfig.log_evidence`): a long ML-II lengthscale that
+        comes with a large amplitude (a steep trend along a feature) is not compressed
+        further than the prior's functions can follow. A number fixes the cap (1 is the
+        box map). ``x_compression_`` holds the cap in use.
     alpha : "auto" or float >= 0, default="auto"
         Variance of the observation noise of ``y`` beyond the prior's own, in the units of
         ``y`` (as :class:`~sklearn.gaussian_process.GaussianProcessRegressor`'s ``alpha``
@@ -287,6 +296,9 @@ class NDPRegressor(RegressorMixin, EstimatorBase):
         The features' ML-II lengthscales (in the units of ``X``) that ``x_scaling="ard"``
         weighs them by; ``None`` with ``"box"``, one feature, fewer than ``2 D + 1``
         context points, or a prior trained on functions (whose map is its family's).
+    x_compression_ : float or None
+        With ARD lengthscales (``x_lengthscales_``), the most the input map compresses a
+        feature (``x_compression``, or the cap it chose); else ``None``.
     y_mean_, y_std_ : float
         The target standardisation: the context's mean and amplitude estimate (step 1),
         or the family's mean and standard deviation for a prior trained on functions.
@@ -359,6 +371,7 @@ class NDPRegressor(RegressorMixin, EstimatorBase):
         "x_bounds": ["array-like", None],
         "x_margin": [Interval(numbers.Real, 0, 1, closed="right")],
         "x_scaling": [StrOptions({"ard", "box"})],
+        "x_compression": [StrOptions({"auto"}), Interval(numbers.Real, 1, None, closed="left")],
         "alpha": [StrOptions({"auto"}), Interval(numbers.Real, 0, None, closed="left")],
         "trend": [StrOptions({"constant", "linear"})],
         "predict_noise": ["boolean"],
@@ -382,7 +395,7 @@ class NDPRegressor(RegressorMixin, EstimatorBase):
 
     def __init__(self, *, prior="gp", pretrained=True, sampler="auto", n_sampling_steps=None,
                  n_resample=4, n_samples=64, x_bounds=None, x_margin=0.9, x_scaling="ard",
-                 alpha="auto", trend="constant", predict_noise=True,
+                 x_compression="auto", alpha="auto", trend="constant", predict_noise=True,
                  normalize_y=True, max_context=128, predict_batch_size=64, hidden_dim=None,
                  n_layers=None, n_heads=None, max_epochs=20, steps_per_epoch=250, lr=1e-3,
                  batch_size=32, cache_dir=None, device="auto", n_threads=None, random_state=None,
@@ -436,6 +449,7 @@ class NDPRegressor(RegressorMixin, EstimatorBase):
         if self._trend is not None:
             y_context = y_context - self._trend_at(self.X_train_)
         self.x_lengthscales_ = None if gp is None or not gp.ard else gp.lengthscales
+        self.x_compression_ = self._choose_compression(y_context, y[idx])
         self._set_target_scale(y_context, y[idx])
         self.y_train_ = (y_context - self.y_mean_) / self.y_std_
         with np.errstate(over="ignore"):  # inf for targets beyond float64's squares
@@ -742,8 +756,34 @@ class NDPRegressor(RegressorMixin, EstimatorBase):
         cov = 0.5 * (cov + cov.T) * (gp.y_scale / self.y_std_) ** 2
         return mean, cov
 
-    #: The most a feature is compressed by ``x_scaling="ard"``.
-    _ARD_MAX_RATIO = 10.0
+    #: The largest compressions of a feature that ``x_scaling="ard"`` chooses among.
+    _ARD_CAPS = (1.0, 2.0, 3.0, 5.0, 10.0)
+
+    def _choose_compression(self, y, values):
+        """``x_compression_``: the cap on the ARD map's compression of a feature under
+        which the prior finds the context most probable, or None without ARD lengthscales.
+
+        Each cap of ``_ARD_CAPS`` gives a map of the context and, through it, the scale
+        ``y_std_`` that the context's spread implies under the prior; the score is the
+        prior's :meth:`~skdiff.diffusion.PriorConfig.log_evidence` of the standardised
+        context at the mapped inputs, less ``n log y_std_`` (the density of ``y`` itself,
+        so that the scales compare). The ML-II lengthscales alone would always ask for
+        the full ratio; the prior's lengthscale distribution and unit amplitude decide how
+        far compressing a feature still describes the context. Ties go to the smaller cap.
+        """
+        if self.x_lengthscales_ is None:
+            return None
+        if self.x_compression != "auto":
+            return float(self.x_compression)
+        scores = []
+        for cap in self._ARD_CAPS:
+            self.x_compression_ = cap
+            self._set_target_scale(y, values)
+            offset, scale = self._input_map(self.X_train_)
+            z = (y - self.y_mean_) / self.y_std_
+            scores.append(self.prior_config_.log_evidence((self.X_train_ - offset) * scale, z)
+                          - len(y) * np.log(self.y_std_))
+        return self._ARD_CAPS[int(np.argmax(scores))]  # the first, smallest, of a tie
 
     def _input_map(self, points):
         """(offset, scale) of the affine map ``z = (x - offset) * scale`` into the domain:
@@ -761,7 +801,7 @@ class NDPRegressor(RegressorMixin, EstimatorBase):
         if lengthscales is None:
             return offset, scale
         mapped = lengthscales * scale  # each feature's lengthscale in the domain
-        ratio = np.clip(mapped / mapped.min(), 1.0, self._ARD_MAX_RATIO)
+        ratio = np.clip(mapped / mapped.min(), 1.0, self.x_compression_)
         z_centre = sum(float(v) for v in domain) / 2
         x_centre = offset + z_centre / scale  # the point mapped to the domain's centre
         scale = scale / ratio

@@ -161,6 +161,37 @@ def test_expected_sample_variance_matches_drawn_functions(name, n_dims, n_points
     assert config.expected_sample_variance(X / 10) < 0.5 * expected
 
 
+@pytest.mark.parametrize("name, n_dims, anisotropic", [
+    ("gp", 1, False), ("gp", 2, False), ("gp", 2, True), ("se", 3, False)])
+def test_log_evidence_is_the_mixture_of_the_components_densities(name, n_dims, anisotropic):
+    """The batched log evidence against a loop over the components' Gaussian densities
+    (scipy), averaged in probability; a prior's own draw is far likelier than the same
+    function at four times the prior's amplitude."""
+    from itertools import product
+
+    from scipy.special import logsumexp
+    from scipy.stats import multivariate_normal
+
+    from skdiff.datasets._gp import gp_kernel
+
+    config = get_prior_config(name, n_dims).replace(anisotropic=anisotropic)
+    draw = config.draw_functions(1, 3)
+    X, y = draw.X[0, :9], draw.y[0, :9]  # a training function's values at its inputs
+    if anisotropic:
+        per_dim = max(4, round(16 ** (1 / n_dims)))
+        grid = [np.asarray(c) for c in product(config.lengthscale_quantiles(per_dim),
+                                               repeat=n_dims)]
+    else:
+        grid = [np.full(n_dims, v) for v in config.lengthscale_quantiles(16)]
+    dense = [multivariate_normal(np.zeros(len(X)),
+                                 gp_kernel(X / lengths, X / lengths, kernel, 1.0,
+                                           config.variance) + config.noise * np.eye(len(X)))
+             .logpdf(y) for kernel in config.kernels for lengths in grid]
+    expected = logsumexp(dense) - np.log(len(dense))
+    assert config.log_evidence(X, y) == pytest.approx(expected, rel=1e-10)
+    assert config.log_evidence(X, y) > config.log_evidence(X, 4 * y) + 5
+
+
 @pytest.mark.parametrize("n_dims, n_points", [(2, 6), (3, 8)])
 def test_anisotropic_prior_draws_and_expects_per_dimension_lengthscales(n_dims, n_points):
     """An anisotropic configuration trains on ARD draws; its expected sample variance (a

@@ -394,10 +394,47 @@ def test_prediction_checks_parameters_set_after_fit_and_finite_y(fitted, data):
         fitted.log_likelihood(Xq[:3], np.array([0.0, np.nan, 1.0]))
 
 
+def test_ard_compression_is_the_smallest_cap_of_about_the_best_evidence():
+    """x_compression="auto" against its definition, through fits at each fixed cap: the
+    cap under which the prior's evidence of the context (in the units of y) is highest.
+    On sin(5 x1) + x2 the ML-II lengthscale of x2 is 20 times x1's (the slope reads as a
+    long lengthscale of large amplitude); compressing x2 that much leaves a function the
+    prior cannot follow, and the chosen cap reproduces the context better than the
+    10-fold one."""
+    rng = np.random.default_rng(0)
+    X = rng.uniform(size=(20, 2))
+    y = np.sin(5 * X[:, 0]) + X[:, 1]
+    auto = NDPRegressor(random_state=0, **FAST).fit(X, y)
+    l0, l1 = auto.x_lengthscales_
+    assert l1 > 10 * l0
+    scores = {}
+    for cap in NDPRegressor._ARD_CAPS:
+        fixed = NDPRegressor(x_compression=cap, random_state=0, **FAST).fit(X, y)
+        assert fixed.x_compression_ == cap
+        offset, scale = fixed._input_map(X)
+        scores[cap] = (fixed.prior_config_.log_evidence((X - offset) * scale, fixed.y_train_)
+                       - len(y) * np.log(fixed.y_std_))
+    best = max(scores.values())
+    assert auto.x_compression_ == max(scores, key=scores.get) < 10
+    assert scores[10.0] < best - 2  # the full 10-fold compression is clearly less probable
+    rms = {cap: np.sqrt(np.mean((est.predict(X) - y) ** 2)) for cap, est in (
+        ("auto", auto), (10.0, NDPRegressor(x_compression=10, random_state=0, **FAST).fit(X, y)))}
+    assert rms["auto"] < 0.6 * rms[10.0]
+    # the box map is x_compression=1; one feature or "box" have no compression
+    box = NDPRegressor(x_scaling="box", random_state=0, **FAST).fit(X, y)
+    one = NDPRegressor(x_compression=1, random_state=0, **FAST).fit(X, y)
+    np.testing.assert_allclose(one._input_map(X)[1], box._input_map(X)[1])
+    assert box.x_compression_ is None
+    assert NDPRegressor(**FAST).fit(X[:, :1], y).x_compression_ is None
+    with pytest.raises(ValueError, match="'x_compression' parameter of NDPRegressor"):
+        NDPRegressor(x_compression=0.5).fit(X, y)
+
+
 def test_ard_input_map_weighs_features_by_their_lengthscales():
-    """x_scaling="ard": a feature the function ignores is compressed (at most 10-fold)
-    about the domain's centre; the map stays per-feature affine-equivariant and inside the
-    domain, and it forecasts a function of one of two features far better than "box"."""
+    """x_scaling="ard": a feature the function ignores is compressed (10-fold, the cap
+    "auto" chooses for it) about the domain's centre; the map stays per-feature
+    affine-equivariant and inside the domain, and it forecasts a function of one of two
+    features far better than "box"."""
     rng = np.random.RandomState(0)
     X = rng.uniform(size=(50, 2)) * [1.0, 100.0]
     y = np.sin(7 * X[:, 0])
@@ -409,6 +446,7 @@ def test_ard_input_map_weighs_features_by_their_lengthscales():
     assert 0.1 < l0 < 1 and l1 > 1000  # feature 1 is irrelevant: ML-II sends it to its bound
     offset, scale = ard._input_map(np.r_[Xc, Xq])
     box_offset, box_scale = box._input_map(np.r_[Xc, Xq])
+    assert ard.x_compression_ == 10.0
     np.testing.assert_allclose(scale, box_scale / [1.0, 10.0])  # the 10-fold cap
     np.testing.assert_allclose(offset[0], box_offset[0])
     Zc, Zq, _ = ard._check_X(Xq)
