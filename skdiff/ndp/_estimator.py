@@ -776,14 +776,21 @@ class NDPRegressor(RegressorMixin, EstimatorBase):
         if self.x_compression != "auto":
             return float(self.x_compression)
         scores = []
-        for cap in self._ARD_CAPS:
-            self.x_compression_ = cap
-            self._set_target_scale(y, values)
-            offset, scale = self._input_map(self.X_train_)
-            z = (y - self.y_mean_) / self.y_std_
-            scores.append(self.prior_config_.log_evidence((self.X_train_ - offset) * scale, z)
-                          - len(y) * np.log(self.y_std_))
+        with warnings.catch_warnings():
+            # the scale's warnings (an exactly linear y) come once, from fit's own call
+            warnings.simplefilter("ignore", UserWarning)
+            for cap in self._ARD_CAPS:
+                self.x_compression_ = cap
+                self._set_target_scale(y, values)
+                scores.append(self._context_log_evidence((y - self.y_mean_) / self.y_std_))
         return self._ARD_CAPS[int(np.argmax(scores))]  # the first, smallest, of a tie
+
+    def _context_log_evidence(self, z):
+        """The prior's log evidence of the context standardised to ``z``, at its inputs
+        under the current map, counted in the units of ``y`` (less ``n log y_std_``)."""
+        offset, scale = self._input_map(self.X_train_)
+        return (self.prior_config_.log_evidence((self.X_train_ - offset) * scale, z)
+                - len(z) * np.log(self.y_std_))
 
     def _input_map(self, points):
         """(offset, scale) of the affine map ``z = (x - offset) * scale`` into the domain:

@@ -293,6 +293,11 @@ def test_an_exactly_linear_y_with_a_linear_trend_keeps_the_prior_spread():
     assert np.all(np.abs(mean - [3.5, 8.0]) < 4 * std / np.sqrt(reg.n_samples))
     assert np.all(std > 0.03)  # the prior's noise at least, not rounding errors
     assert reg.sample_posterior(np.array([[2.0]]), n_samples=4, random_state=0).std() > 0.03
+    # with two features the ARD map's choice of cap warns nothing more: one warning per fit
+    X2 = np.random.RandomState(0).uniform(size=(20, 2))
+    with pytest.warns(UserWarning, match="y is exactly linear in X") as caught:
+        NDPRegressor(trend="linear", random_state=0, **FAST).fit(X2, X2 @ [3.0, -2.0] + 1.0)
+    assert len(caught) == 1
 
 
 def test_subset_predictions_agree_within_monte_carlo_error(fitted, data):
