@@ -190,6 +190,9 @@ def main(argv=None):
                    help="NDPRegressor's x_scaling (default 'box': the paper's fixed map of "
                         "its isotropic tasks; 'ard' weighs the features by ML-II lengthscales "
                         "of each task's context)")
+    p.add_argument("--device", default="cpu",
+                   help="NDPRegressor's device (the GPs run on the CPU); the samples' noise "
+                        "comes from the device's generator, so figures differ across devices")
     add_runtime_args(p)
     p.add_argument("--json", default=None, help="write the results here")
     args = p.parse_args(argv)
@@ -201,7 +204,8 @@ def main(argv=None):
             ndp = NDPRegressor(prior=args.prior, sampler=args.sampler,
                                n_sampling_steps=args.n_sampling_steps,
                                n_resample=args.n_resample, x_bounds=(-2, 2), normalize_y=False,
-                               x_scaling=args.x_scaling, alpha=0.0, random_state=0)
+                               x_scaling=args.x_scaling, alpha=0.0, device=args.device,
+                               random_state=0)
             rows = {"ndp": [], "prior_bayes": [], "gp_sampled": [], "gp_true": [], "gpr_ml2": []}
             t0 = time.time()
             for i, (Xc, yc, Xt, yt) in enumerate(tasks):

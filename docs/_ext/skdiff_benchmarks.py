@@ -686,9 +686,12 @@ CLAIMS = {
         "environment: {...}, rows: [{method: 'flow'|'sdpa', L, causal, dtype, seconds, "
         "peak_mb}]", _flow_speed),
     "flow_attention_cuda": Claim(
-        "Flow-Attention against softmax attention, GPU", "As above, on a CUDA device, in "
-        "float32 and bfloat16.", "flow_attention_speed_cuda.json",
+        "Flow-Attention against softmax attention, GPU", "As above, on a CUDA device (an "
+        "NVIDIA H200), in float32 and bfloat16, the best of 5 runs after a warm-up; memory: "
+        "torch.cuda.max_memory_allocated of the step, inputs and gradients included.",
+        "flow_attention_speed_cuda.json",
         "python benchmarks/flow_attention_speed.py --device cuda --dtypes float32 bfloat16 "
+        "--lengths 1024 4096 16384 32768 --reps 5 "
         "--json benchmarks/results/flow_attention_speed_cuda.json",
         "linear in L (Sec. 4.4 of the paper).", "as the CPU file", _flow_speed,
         requires="a machine with a CUDA GPU"),
