@@ -198,19 +198,38 @@ def test_causal_blocks_equal_the_dense_reference(chunk, block, monkeypatch):
                         * (block // chunk))
     assert FA._block_size("cpu", bh, 37, chunk, d, e) == block
     q, k, v = (x.requires_grad_() for x in _qkv(2, 2, 37, 37, d, e, seed=block, scale=2.0))
-    g = torch.randn(2, 2, 37, e, generator=torch.Generator().manual_seed(1), dtype=torch.float64)
-    out = flow_attention(q, k, v, causal=True, clamp=None, chunk_size=chunk)
+    _check_causal_against_dense(q, k, v, t0=19, chunk_size=chunk)  # t0 in a later block
+
+
+def _check_causal_against_dense(q, k, v, t0, chunk_size=None):
+    """Causal values and gradients as the dense reference; outputs before ``t0`` unchanged
+    by any change of the inputs from ``t0`` on."""
+    g = torch.randn(*v.shape, generator=torch.Generator().manual_seed(1), dtype=torch.float64)
+    out = flow_attention(q, k, v, causal=True, clamp=None, chunk_size=chunk_size)
     ref = dense_reference(q, k, v, causal=True, clamp=None)
     torch.testing.assert_close(out, ref, rtol=1e-10, atol=1e-12)
     got = torch.autograd.grad((out * g).sum(), (q, k, v))
     want = torch.autograd.grad((ref * g).sum(), (q, k, v))
     for a, b in zip(got, want):
         torch.testing.assert_close(a, b, rtol=1e-9, atol=1e-11)
-    t0 = 19  # inside the second or a later block
     q2, k2, v2 = (x.detach().clone() for x in (q, k, v))
     q2[:, :, t0:], k2[:, :, t0:], v2[:, :, t0:] = 3.0, -7.0, 1e6
-    pert = flow_attention(q2, k2, v2, causal=True, clamp=None, chunk_size=chunk)
+    pert = flow_attention(q2, k2, v2, causal=True, clamp=None, chunk_size=chunk_size)
     assert torch.equal(pert[:, :, :t0], out.detach()[:, :, :t0])
+
+
+@pytest.mark.parametrize("L", [129, 256, 300])
+def test_two_level_prefix_sums_equal_the_dense_reference(L, monkeypatch):
+    # off the CPU the (L, d) prefix sums of the flow statistics run in two levels (segments
+    # of 64 positions, then their running totals; a shorter last segment at 129 and 300),
+    # forced here on the CPU: the sums, values and gradients as in one level, and the
+    # future still unseen
+    monkeypatch.setattr(FA, "_split_scan", lambda device: True)
+    x = torch.randn(2, 3, L, 5, generator=torch.Generator().manual_seed(L), dtype=torch.float64)
+    torch.testing.assert_close(FA._position_cumsum_(x.clone()), x.cumsum(2), rtol=1e-12,
+                               atol=1e-12)
+    q, k, v = (x.requires_grad_() for x in _qkv(1, 2, L, L, 4, 3, seed=L, scale=2.0))
+    _check_causal_against_dense(q, k, v, t0=200 if L > 200 else 100)  # t0 in a later segment
 
 
 class _OpCounter(TorchDispatchMode):
@@ -231,12 +250,26 @@ def test_causal_operator_count_does_not_grow_with_length():
     # operators, as often (a loop over chunks would dispatch ~8x more for the longer one)
     assert FA._block_size("cuda", 64, 16384, 64, 32, 32) == 16384  # one block off the CPU
     assert FA._block_size("cpu", 4, 500, 8, 4, 3) >= 500
+    counts = _causal_op_counts((60, 500), chunk_size=8)
+    assert counts[0] == counts[1]
+
+
+def _causal_op_counts(lengths, chunk_size, batch=2):
+    """Operators dispatched by a causal forward+backward at each length."""
     counts = []
-    for L in (60, 500):
-        q, k, v = (x.requires_grad_() for x in _qkv(2, 2, L, L, 4, 3, seed=L))
+    for L in lengths:
+        q, k, v = (x.requires_grad_() for x in _qkv(batch, 2, L, L, 4, 3, seed=L))
         with _OpCounter() as counter:
-            flow_attention(q, k, v, causal=True, chunk_size=8).sum().backward()
+            flow_attention(q, k, v, causal=True, chunk_size=chunk_size).sum().backward()
         counts.append(counter.ops)
+    return counts
+
+
+def test_two_level_prefix_sums_operator_count_does_not_grow_with_length(monkeypatch):
+    # the two-level prefix sums (as off the CPU) sum every segment at once: 300 and 1000
+    # positions (5 and 16 segments, each with a shorter last one) dispatch the same operators
+    monkeypatch.setattr(FA, "_split_scan", lambda device: True)
+    counts = _causal_op_counts((300, 1000), chunk_size=64, batch=1)
     assert counts[0] == counts[1]
 
 
