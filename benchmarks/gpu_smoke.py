@@ -241,8 +241,9 @@ def check_pickle(path):
 
 def main():
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--data-home", default=str(Path(__file__).resolve().parents[2] /
-                                                   "shared" / "data"))
+    parser.add_argument("--data-home", default=None,
+                        help="folder holding planetoid/ (default: the loaders' own, "
+                             "$SKDIFF_DATA else ~/skdiff_data)")
     parser.add_argument("--device", choices=["cuda", "cpu"], default="cuda",
                         help="cpu: a dry run of the same checks on the CPU")
     parser.add_argument("--save", help="pickle the fitted estimators and predictions here")
