@@ -41,11 +41,15 @@ DTYPES = {"float32": torch.float32, "bfloat16": torch.bfloat16}
 
 def measure(method, L, causal, dtype, device="cpu", batch=8, heads=8, dim=32, reps=3,
             chunk_size=None):
-    """Time one configuration in this process; ``method`` is "flow", "sdpa" or "none"
+    """Time one configuration in this process; ``method`` is "flow", "flow_compiled"
+    (:func:`torch.compile` of ``flow_attention``; the warm-up compiles), "sdpa" or "none"
     (inputs only). Returns a dict: seconds (best rep), times, cuda_peak_mb (CUDA only)."""
     import torch.nn.functional as F
 
     from skdiff.nn import flow_attention
+
+    if method == "flow_compiled":
+        flow_attention = torch.compile(flow_attention, dynamic=False)
 
     cuda = torch.device(device).type == "cuda"
     torch.manual_seed(0)
@@ -53,7 +57,7 @@ def measure(method, L, causal, dtype, device="cpu", batch=8, heads=8, dim=32, re
                                  requires_grad=i < 3) for i in range(4))
 
     def step():
-        if method == "flow":
+        if method in ("flow", "flow_compiled"):
             out = flow_attention(q, k, v, causal=causal, chunk_size=chunk_size)
         else:
             out = F.scaled_dot_product_attention(q, k, v, is_causal=causal)
@@ -121,7 +125,7 @@ def compare(lengths, device="cpu", dtypes=("float32",), causal=(False, True),
                     if method == "sdpa" and softmax_max_length and L > softmax_max_length:
                         continue
                     config = dict(method=method, causal=is_causal, reps=reps,
-                                  chunk_size=flow_chunk if method == "flow" else None, **shape)
+                                  chunk_size=None if method == "sdpa" else flow_chunk, **shape)
                     if isolate:
                         r = _measure_in_subprocess(threads, **config)
                         r.pop("cuda_peak_mb")
@@ -140,9 +144,11 @@ def compare(lengths, device="cpu", dtypes=("float32",), causal=(False, True),
 
 def table(rows):
     """Markdown table: Flow-Attention vs SDPA per (L, causal, dtype), speed-up = SDPA / Flow."""
-    lines = ["| L | causal | dtype | Flow s | SDPA s | speed-up | Flow peak MB | SDPA peak MB |",
-             "|---|---|---|---|---|---|---|---|"]
     keyed = {(r["L"], r["causal"], r["dtype"], r["method"]): r for r in rows}
+    compiled = any(r["method"] == "flow_compiled" for r in rows)
+    extra = " compiled s |" if compiled else ""
+    lines = [f"| L | causal | dtype | Flow s |{extra} SDPA s | speed-up | Flow peak MB | "
+             "SDPA peak MB |", "|---|---|---|---|" + "---|" * compiled + "---|---|---|---|"]
 
     def mem(r):
         if r is None or r["peak_mb"] is None:
@@ -156,8 +162,10 @@ def table(rows):
         s = keyed.get((L, causal, dtype, "sdpa"))
         speed = f"{s['seconds'] / f['seconds']:.2f}x" if s else "-"
         sdpa_s = f"{s['seconds']:.4f}" if s else "-"
-        lines.append(f"| {L} | {causal} | {dtype} | {f['seconds']:.4f} | {sdpa_s} | {speed} | "
-                     f"{mem(f)} | {mem(s)} |")
+        c = keyed.get((L, causal, dtype, "flow_compiled"))
+        comp = (f" {c['seconds']:.4f} |" if c else " - |") if compiled else ""
+        lines.append(f"| {L} | {causal} | {dtype} | {f['seconds']:.4f} |{comp} {sdpa_s} | "
+                     f"{speed} | {mem(f)} | {mem(s)} |")
     return "\n".join(lines)
 
 
@@ -172,6 +180,10 @@ def main(argv=None):
     p.add_argument("--device", default="cpu")
     p.add_argument("--dtypes", nargs="+", choices=sorted(DTYPES), default=["float32"])
     p.add_argument("--causal-only", action="store_true", help="skip the normal rows")
+    p.add_argument("--methods", nargs="+", choices=("flow", "flow_compiled", "sdpa"),
+                   default=["flow", "sdpa"],
+                   help="flow_compiled: torch.compile of flow_attention (compiled in the "
+                        "warm-up, which the timings leave out)")
     p.add_argument("--batch", type=int, default=8)
     p.add_argument("--heads", type=int, default=8)
     p.add_argument("--dim", type=int, default=32)
@@ -190,7 +202,8 @@ def main(argv=None):
     torch.set_num_threads(args.threads)
     doc = _results.header("flow_attention_speed.py", args.threads, args.device, args.note, argv)
     rows = compare(args.lengths, device=args.device, dtypes=args.dtypes,
-                   causal=(True,) if args.causal_only else (False, True), batch=args.batch,
+                   causal=(True,) if args.causal_only else (False, True),
+                   methods=tuple(args.methods), batch=args.batch,
                    heads=args.heads, dim=args.dim, reps=args.reps, threads=args.threads,
                    chunk_size=args.chunk_size, softmax_max_length=args.softmax_max_length)
     env = doc["environment"]

@@ -5,7 +5,8 @@
 #
 # 1. Flow-Attention against SDPA on the idle GPU: flow_attention_speed.py (the table of the
 #    Flowformer benchmark page, OUT/flow_attention_speed_cuda.json), then gpu_smoke.py
-#    --parts attention (CUDA against the CPU in float64 and under bfloat16, chunk_size sweep);
+#    --parts attention (CUDA against the CPU in float64 and under bfloat16, chunk_size sweep),
+#    then causal Flow-Attention under torch.compile (OUT/flow_attention_compiled_cuda.json);
 # 2. NDP prior runs (scripts/pretrain_ndp.py --device cuda), one per "PRIOR DIMS WEIGHTS"
 #    line of the variable NDP_RUNS (none by default; e.g. "se 2 skdiff/weights/se_d2.pt"
 #    fine-tunes the shipped D=2 SE prior), all at once, as many steps as a probe of the
@@ -21,8 +22,8 @@ TOTAL=${2:-480}
 DATA_HOME=${3:+--data-home $3}
 PY=${PY:-python3}
 DEVICE=${DEVICE:-cuda}
-LENGTHS="1024 4096 16384 32768"
-[ "$DEVICE" = cpu ] && LENGTHS="256 512"
+LENGTHS="1024 4096 16384 32768" COMPILED_LENGTHS="4096 16384"
+[ "$DEVICE" = cpu ] && LENGTHS="256 512" COMPILED_LENGTHS=256
 START=$(date +%s)
 el() { echo $(( $(date +%s) - START )); }
 export PYTHONPATH=$PWD${PYTHONPATH:+:$PYTHONPATH} PYTHONUNBUFFERED=1
@@ -39,6 +40,10 @@ echo "flow_attention_speed rc=$? at $(el) s"
 timeout 120 $PY benchmarks/gpu_smoke.py --device "$DEVICE" --parts attention --results-dir "$LOGS/attention" \
   > "$LOGS/attention.log" 2>&1
 echo "gpu_smoke attention rc=$? at $(el) s"
+timeout 200 $PY benchmarks/flow_attention_speed.py --device "$DEVICE" --dtypes bfloat16 \
+  --lengths $COMPILED_LENGTHS --causal-only --methods flow flow_compiled --reps 5 \
+  --json "$OUT/flow_attention_compiled_cuda.json" > "$LOGS/flow_compiled.log" 2>&1
+echo "flow_attention_speed, compiled rc=$? at $(el) s"
 
 EVAL_START=$(( TOTAL - 130 ))
 WINDOW=$(( EVAL_START - $(el) - 20 ))

@@ -409,8 +409,9 @@ def default_chunk_size(device):
         so a larger chunk buys nothing there: the (chunk, chunk) blocks grow like chunk, the
         carried states shrink like 1 / chunk, and their memory traffic balances near
         :math:`\sqrt{d e}` (32 at d = e = 32). Measured on an NVIDIA H200 (forward+backward,
-        B8 H8 d32, float32 and bfloat16, L = 4K and 16K): chunks of 32 to 256 took the same
-        time within 5 % (``benchmarks/gpu_smoke.py --parts attention`` sweeps them).
+        B8 H8 d32, float32 and bfloat16, L = 4K and 16K) with one-level prefix sums, which
+        then took most of the time: chunks of 32 to 256 within 5 %
+        (``benchmarks/gpu_smoke.py --parts attention`` sweeps them).
 
     Examples
     --------
