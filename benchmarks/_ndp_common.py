@@ -88,7 +88,9 @@ def run_thompson(models, objectives, bounds, n_iter, n_candidates, n_init=3):
 
     ``models``: name -> callable returning a fresh model (or ``"random"``), or a pair
     (that callable, a dict of further :func:`~skdiff.bayes_opt.thompson_sampling` arguments,
-    e.g. ``y_transform`` or ``local_fraction``; by default the function's defaults);
+    e.g. ``y_transform`` or ``local_fraction``; by default the function's defaults, except
+    ``local_fraction=0``: uniform candidates, as in the paper, unless a model asks for local
+    ones, which the scripts name ``<method>_local``);
     ``objectives``: ``[(objective, minimum)]``. Returns ``regrets`` (name ->
     (objectives, n_init + n_iter) array of simple regret after each evaluation), and wall
     and CPU seconds per run."""
@@ -102,6 +104,7 @@ def run_thompson(models, objectives, bounds, n_iter, n_candidates, n_init=3):
     regrets, seconds, cpu_seconds = {}, {}, {}
     for name, make in models.items():
         make, options = make if isinstance(make, tuple) else (make, {})
+        options = {"local_fraction": 0.0, **options}
         runs = []
         t0, c0 = time.perf_counter(), time.process_time()
         for seed, (objective, minimum) in enumerate(objectives):

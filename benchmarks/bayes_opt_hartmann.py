@@ -5,9 +5,10 @@
 ``camel`` (six-hump camel on [-3, 3] x [-2, 2]) or ``goldstein_price`` (on [-2, 2]^2), the
 dev functions on which ``thompson_sampling``'s NDP defaults were chosen. Every method starts
 from the same 3 uniform random points and then makes ``--n-iter`` evaluations, choosing each
-by Thompson sampling over one joint posterior sample on 64 fresh uniform candidates (random
-search: the first candidate; ``--local`` also runs the NDP priors and GPR with half the
-candidates drawn around the best point so far, ``thompson_sampling(local_fraction=0.5)``, as
+by Thompson sampling over one joint posterior sample on 64 fresh uniform candidates
+(``local_fraction=0``, as in the paper; random search: the first candidate; ``--local`` also
+runs the NDP priors and GPR with half the candidates drawn around the best point so far,
+``local_fraction=0.5``, ``thompson_sampling``'s default in two or more dimensions, as
 ``ndp_local`` / ``ndp_<prior>_local`` and ``gpr_local``). NDP conditions the pretrained prior of the
 function's dimension on the evaluations so far (no retraining between iterations;
 ``--priors gp matern52`` runs the marginalising ``gp`` prior and the Matérn-5/2 one, whose

@@ -85,7 +85,7 @@ def picks(name, model, objective, bounds, f_min, seeds, n_iter, options):
             warnings.simplefilter("ignore", ConvergenceWarning)
             res = thompson_sampling(objective, bounds, model=_Recording(model, key),
                                     n_iter=n_iter, n_candidates=64, random_state=seed,
-                                    **options)
+                                    **{"local_fraction": 0.0, **options})
         r, g = [], []
         for cand, f in _RECORDS.pop(key):
             true = objective(cand)

@@ -4,10 +4,11 @@ Bayesian optimisation with NDP Thompson sampling
 
 Minimise the 3-D Hartmann function on the unit cube. At every iteration
 :func:`skdiff.bayes_opt.thompson_sampling` conditions the model on all evaluations so far,
-draws a joint posterior sample on 64 random candidates and evaluates the objective where
-the sample is lowest (``thompson_sampling``'s ``denoise`` ranks by a draw denoised from
-several samples instead). With :class:`~skdiff.NDPRegressor` "fitting" only stores the
-context: the pretrained prior is never retrained between iterations.
+draws a joint posterior sample on 64 random candidates (in two or more dimensions, half of
+them around the best point so far) and evaluates the objective where the sample is lowest
+(``thompson_sampling``'s ``denoise`` ranks by a draw denoised from several samples
+instead). With :class:`~skdiff.NDPRegressor` "fitting" only stores the context: the
+pretrained prior is never retrained between iterations.
 
 Three searchers start from the same three random points: NDP Thompson sampling,
 :class:`~sklearn.gaussian_process.GaussianProcessRegressor` Thompson sampling (a Matérn-5/2

@@ -149,7 +149,16 @@ def test_local_candidates_gather_around_the_best_point():
         # box-relative distance to the best point so far: the first 10 are local
         dist = np.abs(cand - best) / width
         assert dist[:10].mean() < 0.1 and dist[10:].mean() > 0.2
-    # by default uniform candidates only, as in the paper
+    # local_fraction=0: uniform candidates only, as in the paper
+    _CandidateRecorder.candidates = []
+    res = thompson_sampling(lambda X: (X[:, 0] - 7) ** 2 + X[:, 1] ** 2, bounds,
+                            model=_CandidateRecorder(), n_iter=6, n_candidates=40,
+                            local_fraction=0.0, random_state=0)
+    for k, cand in enumerate(_CandidateRecorder.candidates):
+        best = res.X[np.argmin(res.y[:3 + k])]
+        dist = np.abs(cand - best) / width
+        assert dist.mean() > 0.2 and (dist < 0.05).all(1).mean() < 0.1
+    # by default ("auto") half of them local in two dimensions ...
     _CandidateRecorder.candidates = []
     res = thompson_sampling(lambda X: (X[:, 0] - 7) ** 2 + X[:, 1] ** 2, bounds,
                             model=_CandidateRecorder(), n_iter=6, n_candidates=40,
@@ -157,10 +166,18 @@ def test_local_candidates_gather_around_the_best_point():
     for k, cand in enumerate(_CandidateRecorder.candidates):
         best = res.X[np.argmin(res.y[:3 + k])]
         dist = np.abs(cand - best) / width
-        assert dist.mean() > 0.2 and (dist < 0.05).all(1).mean() < 0.1
-    with pytest.raises(ValueError, match="'local_fraction' parameter .* range "
+        assert dist[:20].mean() < 0.1 and dist[20:].mean() > 0.2
+    # ... the same run as local_fraction=0.5, and in one dimension as local_fraction=0
+    for box, frac in ((bounds, 0.5), (bounds[:1], 0.0)):
+        runs = [thompson_sampling(lambda X: (X[:, 0] - 7) ** 2, box, model="random", n_iter=6,
+                                  n_candidates=40, random_state=0, **kw).X
+                for kw in ({}, {"local_fraction": frac})]
+        np.testing.assert_array_equal(runs[0], runs[1])
+    with pytest.raises(ValueError, match="'local_fraction' parameter .*'auto'.* range "
                        "\\[0.0, 1.0\\). Got 1.0"):
         thompson_sampling(_objective, [(0, 1)], model="random", local_fraction=1.0)
+    with pytest.raises(ValueError, match="'local_fraction' parameter .* Got 'local'"):
+        thompson_sampling(_objective, [(0, 1)], model="random", local_fraction="local")
 
 
 @pytest.mark.filterwarnings("ignore::sklearn.exceptions.ConvergenceWarning")

@@ -115,7 +115,8 @@ def test_bayes_opt_picks_records_the_candidate_thompson_sampling_evaluates(monke
     bounds = [(0.0, 1.0)] * 3
     gpr = picks.bo_gpr(bounds)
     res = thompson_sampling(hartmann3, bounds, model=picks._Recording(gpr, "t"), n_iter=4,
-                            n_candidates=64, random_state=0, y_transform=None)
+                            n_candidates=64, random_state=0, y_transform=None,
+                            local_fraction=0.0)  # the picks' uniform candidates
     record = picks._RECORDS.pop("t")
     assert len(record) == 4
     for i, (cand, f) in enumerate(record):
