@@ -1,7 +1,7 @@
 #!/bin/bash
 # Everything this project measures on a CUDA GPU, in one command that ends within a budget:
 #
-#   bash benchmarks/gpu_session.sh OUT [SECONDS] [DATA_HOME]
+#   bash benchmarks/gpu_benchmarks.sh OUT [SECONDS] [DATA_HOME]
 #
 # 1. Flow-Attention against SDPA on the idle GPU: flow_attention_speed.py (the table of the
 #    Flowformer benchmark page, OUT/flow_attention_speed_cuda.json), then gpu_smoke.py
@@ -17,7 +17,7 @@
 #    beside the same evaluation of the weights it started from.
 # Logs and results: OUT/logs.tgz. SECONDS (default 480) bounds the whole; steps 2-4 adapt.
 # DEVICE=cpu runs the same steps on the CPU, small, as a dry run of the script.
-OUT=${1:?usage: gpu_session.sh OUT [SECONDS] [DATA_HOME]}
+OUT=${1:?usage: gpu_benchmarks.sh OUT [SECONDS] [DATA_HOME]}
 TOTAL=${2:-480}
 DATA_HOME=${3:+--data-home $3}
 PY=${PY:-python3}
