@@ -778,7 +778,7 @@ class NeuralEstimatorBase(EstimatorBase):
             valid = np.intersect1d(data.valid_rows, rows)
             return np.setdiff1d(rows, valid), valid
         n = rows.size
-        n_val = math.ceil(self.validation_fraction * n)
+        n_val = self._n_validation(data, n)
         hold_out = self.early_stopping_ or (self.early_stopping == "auto"
                                             and self._holds_out_rows(data))
         if not hold_out or n_val < 1 or n - n_val < 1:
@@ -795,6 +795,11 @@ class NeuralEstimatorBase(EstimatorBase):
         tr, va = train_test_split(np.arange(n), test_size=n_val, stratify=stratify,
                                   random_state=self.seed_)
         return rows[np.sort(tr)], rows[np.sort(va)]
+
+    def _n_validation(self, data, n):
+        """How many of the ``n`` candidate rows a split holds out:
+        ``ceil(validation_fraction * n)``."""
+        return math.ceil(self.validation_fraction * n)
 
     # -- training --------------------------------------------------------------------------
     def _train_inits(self, data, train, valid, train_ds, valid_ds, epochs):
@@ -1006,9 +1011,9 @@ class NeuralEstimatorBase(EstimatorBase):
         """Raise :class:`TrainingDivergedError` when this call's training diverged.
 
         Two signs, checked on the weights that training kept (early stopping's best epoch, or
-        the last): a training loss that rose above where this call started by more than the
-        first epoch's magnitude (for a positive loss: more than doubled) and by more than
-        ``1e-3``, or weights that
+        the last): a training loss (the median of the three epochs from the kept one on) that
+        rose above where this call started by more than the first epoch's magnitude (for a
+        positive loss: more than doubled) and by more than ``1e-3``, or weights that
         grew a thousandfold. A non-finite loss stops training
         as it happens (:class:`~skdiff._engine.FiniteLossGuard`).
         """
@@ -1026,8 +1031,12 @@ class NeuralEstimatorBase(EstimatorBase):
             scores = np.array([row[key] for row in history])
             kept = int(np.argmin(scores) if lower else np.argmax(scores))
         # an epoch's training loss is measured while it trains, i.e. mostly on the weights
-        # before its updates; the kept weights' loss shows in the following epoch
-        first, last = losses[0], losses[min(kept + 1, len(losses) - 1)]
+        # before its updates; the kept weights' loss shows in the following epoch. On a few
+        # rows with dropout one epoch's loss jumps far above its neighbours', so the kept
+        # weights are judged by the median of the three epochs from the kept one on (the
+        # last three when it is among them): one noisy epoch is not a divergence
+        lo = max(0, min(kept, len(losses) - 3))
+        first, last = losses[0], float(np.median(losses[lo:lo + 3]))
         scale = _max_abs_weight(self.module_)
         # losses may be negative (a Gaussian NLL); they are of standardised targets, so a
         # rise below 1e-3 is noise, however close to 0 the first epoch's loss was

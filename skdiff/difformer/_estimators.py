@@ -1075,8 +1075,10 @@ class DIFFormerRegressor(RegressorTask, _DIFFormerBase):
         graph average is their own features. ``"auto"``: on for a fit on fully labelled
         rows without a graph and for a fit with an adjacency among the rows
         (``adjacency=``; at most a million nodes and 25 million feature values), compared
-        from 5 validation rows, i.e. 41 labelled rows (``early_stopping="auto"`` holds them
-        out, and where it does not stop early, up to 190 rows, the network trains all
+        on at least 5 validation rows: on a table from 20 labelled rows on
+        (``validation_fraction`` of them, and 5 where that is fewer), with an adjacency from
+        41 labelled nodes on (``early_stopping="auto"`` holds them out, and where it does
+        not stop early, up to 190 rows, the network trains all
         ``max_epochs`` on the others; the held-out nodes of a graph stay in it, unlabelled);
         off with unlabelled rows and no graph, which the network draws on through its
         attention and a ridge cannot, in graph mode (``graph=``) and with
@@ -1261,6 +1263,21 @@ class DIFFormerRegressor(RegressorTask, _DIFFormerBase):
                 "a validation_fraction that leaves at least 2, pass validation_mask, or set "
                 "linear_fallback='auto' or False.")
         return train, valid
+
+    def _n_validation(self, data, n):
+        # the fallback compares the network with the ridge on at least MIN_FALLBACK_ROWS
+        # rows: with fewer it does not compare, and on a table of 20-49 rows, where
+        # validation_fraction=0.1 holds out fewer, the network would predict unguarded
+        # (test MSE up to 100-200 times the ridge's on 40 rows of a near-linear target).
+        # From 4 * MIN_FALLBACK_ROWS rows on, that many are held out in features mode.
+        n_val = super()._n_validation(data, n)
+        if n_val >= MIN_FALLBACK_ROWS or n < 4 * MIN_FALLBACK_ROWS or \
+                data.valid_rows is not None or data.graph is not None or \
+                data.inputs.has_graph:
+            return n_val
+        compares = self._fallback_forced or (self.linear_fallback == "auto"
+                                             and self._holds_out_rows(data))
+        return MIN_FALLBACK_ROWS if compares else n_val
 
     @property
     def _fallback_forced(self):

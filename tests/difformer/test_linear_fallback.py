@@ -121,7 +121,7 @@ def test_auto_is_off_where_the_network_has_more_to_draw_on(linear):
     A = A + A.T
     g = Graph(Xtr, A)
     graph_mode = DIFFormerRegressor(**short).fit(g.node_ids(), ytr, graph=g)
-    few = DIFFormerRegressor(**short).fit(Xtr[:40], ytr[:40])  # 4 validation rows
+    few = DIFFormerRegressor(**short).fit(Xtr[:19], ytr[:19])  # 2 validation rows
     # a graph whose 40 labelled nodes give 4 validation rows holds none out
     few_nodes = DIFFormerRegressor(**short).fit(
         Xtr, np.where(np.arange(300) < 40, ytr, np.nan), adjacency=A)
@@ -146,8 +146,38 @@ def test_auto_is_off_where_the_network_has_more_to_draw_on(linear):
     for y_graph in (ytr, np.where(np.arange(300) < 41, ytr, np.nan)):
         graph = DIFFormerRegressor(**short).fit(Xtr, y_graph, adjacency=A)
         assert graph.linear_fallback_ is not None
-    forced = DIFFormerRegressor(**short, linear_fallback=True).fit(Xtr[:40], ytr[:40])
+    forced = DIFFormerRegressor(**short, linear_fallback=True).fit(Xtr[:19], ytr[:19])
     assert forced.linear_fallback_ is not None
+
+
+def test_a_table_of_20_to_49_rows_holds_out_5_rows_to_compare_on(monkeypatch):
+    # validation_fraction=0.1 holds out 2-4 of them, too few to compare on: the network
+    # alone predicts 40 rows of a target linear in 5 of 20 features far worse than a ridge
+    X, y = make_regression(1040, 20, n_informative=5, noise=5.0, random_state=3)
+    Xtr, ytr, Xte, yte = X[:40], y[:40], X[40:], y[40:]
+    held_out = []
+    split = DIFFormerRegressor._validation_rows
+
+    def spy(self, data):
+        train, valid = split(self, data)
+        held_out.append(valid.size)
+        return train, valid
+
+    monkeypatch.setattr(DIFFormerRegressor, "_validation_rows", spy)
+    reg = DIFFormerRegressor(**FULL, random_state=0).fit(Xtr, ytr)
+    net = DIFFormerRegressor(**FULL, linear_fallback=False, random_state=0).fit(Xtr, ytr)
+    assert held_out == [5, 0]
+    assert not reg.network_used_ and net.network_used_
+    ridge = RidgeCV(alphas=FALLBACK_ALPHAS).fit((Xtr - Xtr.mean(0)) / Xtr.std(0), ytr)
+    ridge_mse = _mse(yte, ridge.predict((Xte - Xtr.mean(0)) / Xtr.std(0)))
+    assert _mse(yte, reg.predict(Xte)) < 1.05 * ridge_mse
+    assert _mse(yte, net.predict(Xte)) > 10 * ridge_mse
+    # a validation_fraction that holds out more is kept; under 20 rows nothing changes
+    short = dict(FAST, max_epochs=2, random_state=0)
+    DIFFormerRegressor(**short, validation_fraction=0.25).fit(Xtr, ytr)
+    DIFFormerRegressor(**short).fit(X[:60], y[:60])
+    DIFFormerRegressor(**short).fit(Xtr[:19], ytr[:19])
+    assert held_out[2:] == [10, 6, 2]
 
 
 @pytest.fixture(scope="module")
