@@ -80,12 +80,14 @@ def _tabular_xy(name):
 
 #: Regression tables bundled with statsmodels: name -> (loader, target, rows kept).
 STATSMODELS_TABULAR = {"fair": ("fair", "affairs", 3000), "star98": ("star98", None, None),
-                       "anes96": ("anes96", "PID", None)}
+                       "anes96": ("anes96", "PID", None),
+                       "statecrime": ("statecrime", "violent", None)}
 
 
 def _statsmodels_tabular(name):
     """(X, y) of a bundled statsmodels table: Fair's affairs (first 3000 rows), the share of
-    pupils above the national median per district (star98), party identification (anes96)."""
+    pupils above the national median per district (star98), party identification (anes96),
+    violent crimes per 100,000 people in the 50 states and DC (statecrime)."""
     import statsmodels.datasets as smd
 
     module, target, n_rows = STATSMODELS_TABULAR[name]
