@@ -9,13 +9,20 @@ to score on. Methods:
 * ``difformer_network``: the same with ``linear_fallback=False``, the network alone;
 * ``ridge``: ``RidgeCV`` (penalties 1e-3 to 1e3) on the standardised features.
 
+``--pool N``: semi-supervised instead. Each draw takes ``N`` rows (all of a smaller
+table), of which the first
+``--n-rows`` are labelled and the others marked ``NaN``; the DIFFormer fits see all ``N``
+(``transduction_`` is scored on the unlabelled ones), the ridge the labelled rows.
+
 Reported per table and size: test MSE over the ridge's for both DIFFormer settings, per seed,
 and their geometric means over all tables.
 
-Run (about 5 minutes on one core)::
+Run (about 5 and 10 minutes on one core)::
 
     python benchmarks/difformer_small_tables.py --json \
         benchmarks/results/difformer_small_tables.json
+    python benchmarks/difformer_small_tables.py --pool 1000 --n-rows 40 100 --json \
+        benchmarks/results/difformer_small_tables_semi.json
 """
 
 from __future__ import annotations
@@ -74,14 +81,22 @@ TABLES = ("diabetes", "friedman1", "friedman2", "linear", "fair", "star98", "ran
           "modechoice")
 
 
-def run(X, y, n_rows, seed):
-    """{method: test MSE} and whether the defaults kept the network, for one draw."""
+def run(X, y, n_rows, seed, pool=None):
+    """{method: test MSE} and whether the defaults kept the network, for one draw
+    (``pool``: the semi-supervised protocol)."""
     rows = np.random.RandomState(SEED + seed).permutation(len(y))
-    tr, te = rows[:n_rows], rows[n_rows:n_rows + 1000]
+    pool = min(pool, len(y)) if pool else None  # a smaller table: all its rows
+    tr = rows[:n_rows]
+    te = rows[n_rows:pool] if pool else rows[n_rows:n_rows + 1000]
     out, t0 = {}, time.perf_counter()
     for name, kw in (("difformer", {}), ("difformer_network", {"linear_fallback": False})):
-        reg = DIFFormerRegressor(random_state=0, **kw).fit(X[tr], y[tr])
-        out[name] = float(np.mean((reg.predict(X[te]) - y[te]) ** 2))
+        reg = DIFFormerRegressor(random_state=0, **kw)
+        if pool:
+            reg.fit(X[rows[:pool]], np.r_[y[tr], np.full(pool - n_rows, np.nan)])
+            pred = reg.transduction_[n_rows:]
+        else:
+            pred = reg.fit(X[tr], y[tr]).predict(X[te])
+        out[name] = float(np.mean((pred - y[te]) ** 2))
         if name == "difformer":
             kept = bool(reg.network_used_)
     ridge = make_pipeline(StandardScaler(), RidgeCV(alphas=np.logspace(-3, 3, 13)))
@@ -98,6 +113,8 @@ def main(argv=None):
     p.add_argument("--n-rows", type=int, nargs="+", default=[25, 40])
     p.add_argument("--seeds", type=int, default=3)
     p.add_argument("--tables", nargs="+", choices=TABLES, default=list(TABLES))
+    p.add_argument("--pool", type=int, default=None,
+                   help="semi-supervised: rows per fit, --n-rows of them labelled")
     add_run_arguments(p)
     args = p.parse_args(argv)
     torch.set_num_threads(args.threads)
@@ -108,8 +125,8 @@ def main(argv=None):
         ratios = {"difformer": [], "difformer_network": []}
         for name in args.tables:
             X, y = table(name)
-            runs = [run(X, y, n, s) for s in range(args.seeds)]
-            row = {"n_rows": n, "table": name,
+            runs = [run(X, y, n, s, args.pool) for s in range(args.seeds)]
+            row = {"n_rows": n, "pool": args.pool, "table": name,
                    "mse": {m: [r[0][m] for r in runs] for m in runs[0][0]},
                    "network_kept": [r[1] for r in runs],
                    "seconds": float(np.mean([r[2] for r in runs]))}
@@ -123,7 +140,8 @@ def main(argv=None):
                   + "  network/ridge "
                   + " ".join(f"{v:.3f}" for v in row["ratio_to_ridge"]["difformer_network"])
                   + f"  network kept {sum(row['network_kept'])}/{args.seeds}", flush=True)
-        summary.append({"n_rows": n, **{f"geomean_{m}": _geomean(v) for m, v in ratios.items()},
+        summary.append({"n_rows": n, "pool": args.pool,
+                        **{f"geomean_{m}": _geomean(v) for m, v in ratios.items()},
                         **{f"worst_{m}": float(max(v)) for m, v in ratios.items()},
                         "fits": len(ratios["difformer"])})
         print(f"n={n}: geometric mean of MSE / ridge's MSE: defaults "

@@ -113,15 +113,17 @@ def test_the_decision_is_the_one_standard_error_rule(data, request):
     assert kept == (data == "friedman")
 
 
-def test_auto_is_off_where_the_network_has_more_to_draw_on(linear):
+def test_where_auto_compares(linear):
     Xtr, ytr, _, _ = linear
     short = dict(FAST, max_epochs=2, random_state=0)
+    # unlabelled rows beside the labelled ones: compared on labelled validation rows
     semi = DIFFormerRegressor(**short).fit(Xtr, np.where(np.arange(300) % 2, ytr, np.nan))
+    assert semi.linear_fallback_ is not None
     A = sp.eye(300, k=1, format="csr")
     A = A + A.T
     g = Graph(Xtr, A)
     graph_mode = DIFFormerRegressor(**short).fit(g.node_ids(), ytr, graph=g)
-    few = DIFFormerRegressor(**short).fit(Xtr[:19], ytr[:19])  # 2 validation rows
+    few = DIFFormerRegressor(**short).fit(Xtr[:19], ytr[:19])  # none held out
     # a graph whose 40 labelled nodes give 4 validation rows holds none out
     few_nodes = DIFFormerRegressor(**short).fit(
         Xtr, np.where(np.arange(300) < 40, ytr, np.nan), adjacency=A)
@@ -133,7 +135,7 @@ def test_auto_is_off_where_the_network_has_more_to_draw_on(linear):
     assert given.linear_fallback_ is not None
     mc = DIFFormerRegressor(**short, uncertainty="mc_dropout").fit(Xtr, ytr)
     no_split = DIFFormerRegressor(**short, early_stopping=False).fit(Xtr, ytr)
-    for est in (semi, graph_mode, few, few_nodes, mc, no_split):
+    for est in (graph_mode, few, few_nodes, mc, no_split):
         assert est.network_used_ and est.linear_fallback_ is None
     # from 5 validation rows it compares (50 rows): they are held out, scored every epoch,
     # but do not stop the training (a split of 5 rows stops on noise)
@@ -172,12 +174,30 @@ def test_a_table_of_20_to_49_rows_holds_out_5_rows_to_compare_on(monkeypatch):
     ridge_mse = _mse(yte, ridge.predict((Xte - Xtr.mean(0)) / Xtr.std(0)))
     assert _mse(yte, reg.predict(Xte)) < 1.05 * ridge_mse
     assert _mse(yte, net.predict(Xte)) > 10 * ridge_mse
-    # a validation_fraction that holds out more is kept; under 20 rows nothing changes
+    # a validation_fraction that holds out more is kept; under 20 rows, with nothing to
+    # compare on, no row is held out from the network
     short = dict(FAST, max_epochs=2, random_state=0)
     DIFFormerRegressor(**short, validation_fraction=0.25).fit(Xtr, ytr)
     DIFFormerRegressor(**short).fit(X[:60], y[:60])
     DIFFormerRegressor(**short).fit(Xtr[:19], ytr[:19])
-    assert held_out[2:] == [10, 6, 2]
+    assert held_out[2:] == [10, 6, 0]
+
+
+def test_a_few_labelled_rows_among_unlabelled_ones_are_guarded_too():
+    # 40 labelled rows of 300, the others unlabelled: the network reads all 300 through its
+    # attention and still predicts a linear target far worse than a ridge on the 40
+    X, y = make_regression(300, 20, n_informative=5, noise=5.0, random_state=3)
+    y_semi = np.where(np.arange(300) < 40, y, np.nan)
+    reg = DIFFormerRegressor(**FULL, random_state=0).fit(X, y_semi)
+    net = DIFFormerRegressor(**FULL, linear_fallback=False, random_state=0).fit(X, y_semi)
+    assert not reg.network_used_ and net.network_used_
+    scaled = (X - X.mean(0)) / X.std(0)
+    ridge = RidgeCV(alphas=FALLBACK_ALPHAS).fit(scaled[:40], y[:40])
+    ridge_mse = _mse(y[40:], ridge.predict(scaled[40:]))
+    assert _mse(y[40:], reg.transduction_[40:]) < 1.05 * ridge_mse
+    assert _mse(y[40:], net.transduction_[40:]) > 10 * ridge_mse
+    np.testing.assert_allclose(reg.predict(X[40:]), reg.transduction_[40:], rtol=1e-5,
+                               atol=1e-4)
 
 
 @pytest.fixture(scope="module")
