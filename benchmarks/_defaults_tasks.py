@@ -104,7 +104,8 @@ def skdiff_semi(Est, d, metric, *, scaled_variant=True):
     with _Clock() as c:
         est = Est(random_state=0).fit(d.X, d.y_fit)
     score = metric(d.y[d.scored], _transduced(est, d.X, d.scored))
-    extra = {"epochs": _epochs(est), **_coverage95(est, d.y[d.scored], d.X[d.scored])}
+    extra = {"epochs": _epochs(est), **_coverage95(est, d.y[d.scored], d.X[d.scored]),
+             **_fallback_outcome(est)}
     if scaled_variant:
         with _Clock() as c2:
             pipe = make_pipeline(StandardScaler(), Est(random_state=0)).fit(d.X, d.y_fit)
