@@ -23,7 +23,8 @@ hook                          what it returns
 and may override ``_init_module`` (start from a closed-form solution), ``_finish_fit``
 (caches for prediction), ``_monitor`` (the early-stopping score), ``_net_kwargs``, and
 ``_needs_validation_rows`` / ``_holds_out_rows`` (validation rows the estimator uses itself,
-with or without early stopping). The base
+with or without early stopping) and ``_n_validation`` (how many rows a split holds out). The
+base
 owns parameter validation, device, seeding, the training engine, ``n_init``, warm start and
 ``partial_fit``, one validation-split policy per task (``_split_policy``), fit as a
 transaction, interruption, ``sample_posterior`` and persistence. The task layers
