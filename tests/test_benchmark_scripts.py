@@ -205,3 +205,40 @@ def test_ndp_input_map_summary_reads_the_chosen_cap_and_records_partial_runs(mon
     assert json.loads(path.read_text())["complete"] is False
     common.write_json(path, {"rows": rows})
     assert json.loads(path.read_text())["complete"] is True
+
+
+def test_small_tables_scores_the_rows_each_protocol_promises(monkeypatch):
+    """``difformer_small_tables.py``: the supervised protocol scores up to 1,000 rows outside
+    the training draw; the semi-supervised one fits the whole pool (all rows of a smaller
+    table), the first ``n_rows`` labelled, and scores ``transduction_`` on the others; the
+    ridge fits the labelled rows only."""
+    import numpy as np
+
+    monkeypatch.syspath_prepend(str(ROOT / "benchmarks"))
+    script = _load("difformer_small_tables_under_test",
+                   ROOT / "benchmarks" / "difformer_small_tables.py")
+    seen = []
+
+    class Recorded(script.DIFFormerRegressor):
+        def fit(self, X, y):
+            seen.append((len(X), int(np.isfinite(y).sum())))
+            return super().fit(X, y)
+
+    monkeypatch.setattr(script, "DIFFormerRegressor",
+                        lambda **kw: Recorded(max_epochs=2, hidden_dim=8, n_layers=1, **kw))
+    X, y = script.table("diabetes")  # 442 rows
+    out, kept, _ = script.run(X, y, 30, 0)
+    assert seen == [(30, 30), (30, 30)] and isinstance(kept, bool)
+    out_pool, _, _ = script.run(X, y, 30, 0, pool=1000)
+    assert seen[2:] == [(442, 30), (442, 30)]
+    # the same 30 labelled rows in both protocols: the same ridge, scored on other rows
+    rows = np.random.RandomState(script.SEED).permutation(len(y))
+    from sklearn.linear_model import RidgeCV
+    from sklearn.pipeline import make_pipeline
+    from sklearn.preprocessing import StandardScaler
+
+    ridge = make_pipeline(StandardScaler(), RidgeCV(alphas=np.logspace(-3, 3, 13)))
+    ridge.fit(X[rows[:30]], y[rows[:30]])
+    rest = rows[30:]
+    assert out_pool["ridge"] == pytest.approx(np.mean((ridge.predict(X[rest]) - y[rest]) ** 2))
+    assert out["ridge"] == pytest.approx(out_pool["ridge"])  # 412 other rows either way
