@@ -78,25 +78,30 @@ def _tabular_xy(name):
     raise ValueError(f"unknown tabular data set {name!r}")
 
 
-#: Regression tables bundled with statsmodels: name -> (loader, target, rows kept).
+#: Regression tables bundled with statsmodels: name -> (loader, target, rows kept[, other
+#: columns dropped]).
 STATSMODELS_TABULAR = {"fair": ("fair", "affairs", 3000), "star98": ("star98", None, None),
                        "anes96": ("anes96", "PID", None),
-                       "statecrime": ("statecrime", "violent", None)}
+                       "statecrime": ("statecrime", "violent", None),
+                       "randhie": ("randhie", "mdvis", 3000),
+                       "modechoice": ("modechoice", "invc", None, ("individual", "mode"))}
 
 
 def _statsmodels_tabular(name):
     """(X, y) of a bundled statsmodels table: Fair's affairs (first 3000 rows), the share of
     pupils above the national median per district (star98), party identification (anes96),
-    violent crimes per 100,000 people in the 50 states and DC (statecrime)."""
+    violent crimes per 100,000 people in the 50 states and DC (statecrime), outpatient visits
+    in the RAND health insurance experiment (randhie, first 3000 rows), the in-vehicle cost
+    of a trip by the travel mode chosen (modechoice)."""
     import statsmodels.datasets as smd
 
-    module, target, n_rows = STATSMODELS_TABULAR[name]
+    module, target, n_rows, *drop = STATSMODELS_TABULAR[name]
     df = getattr(smd, module).load_pandas().data.iloc[:n_rows]
     if name == "star98":
         y = df["NABOVE"] / (df["NABOVE"] + df["NBELOW"])
         X = df.drop(columns=["NABOVE", "NBELOW"])
     else:
-        y, X = df[target], df.drop(columns=target)
+        y, X = df[target], df.drop(columns=[target, *(drop[0] if drop else ())])
     return X.to_numpy(np.float64), y.to_numpy(np.float64)
 
 

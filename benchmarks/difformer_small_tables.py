@@ -33,6 +33,7 @@ import warnings
 
 import numpy as np
 import torch
+from _defaults_data import _statsmodels_tabular
 from _results import add_run_arguments, header, write_json
 from sklearn import datasets as skd
 from sklearn.linear_model import RidgeCV
@@ -45,13 +46,6 @@ from skdiff import DIFFormerRegressor
 SEED = 100
 
 
-def _statsmodels(name, target, n_rows=None, drop=()):
-    import statsmodels.datasets as smd
-
-    df = getattr(smd, name).load_pandas().data.iloc[:n_rows]
-    return df.drop(columns=[target, *drop]).to_numpy(float), df[target].to_numpy(float)
-
-
 def table(name):
     """(X, y) of one table."""
     if name == "diabetes":
@@ -62,18 +56,8 @@ def table(name):
         return skd.make_friedman2(1000, noise=10.0, random_state=2)
     if name == "linear":  # 5 informative of 20 features
         return skd.make_regression(1000, 20, n_informative=5, noise=5.0, random_state=3)
-    if name == "fair":
-        return _statsmodels("fair", "affairs", 3000)
-    if name == "star98":
-        import statsmodels.datasets as smd
-
-        df = smd.star98.load_pandas().data
-        y = df["NABOVE"] / (df["NABOVE"] + df["NBELOW"])
-        return df.drop(columns=["NABOVE", "NBELOW"]).to_numpy(float), y.to_numpy(float)
-    if name == "randhie":
-        return _statsmodels("randhie", "mdvis", 3000)
-    if name == "modechoice":
-        return _statsmodels("modechoice", "invc", drop=("individual", "mode"))
+    if name in ("fair", "star98", "randhie", "modechoice"):  # bundled with statsmodels
+        return _statsmodels_tabular(name)
     raise ValueError(f"unknown table {name!r}")
 
 

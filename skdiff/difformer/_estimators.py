@@ -1285,8 +1285,7 @@ class DIFFormerRegressor(RegressorTask, _DIFFormerBase):
         # From 4 * MIN_FALLBACK_ROWS labelled rows on, that many are held out on a table.
         n_val = super()._n_validation(data, n)
         if n_val >= MIN_FALLBACK_ROWS or n < 4 * MIN_FALLBACK_ROWS or \
-                data.valid_rows is not None or data.graph is not None or \
-                data.inputs.has_graph:
+                data.graph is not None or data.inputs.has_graph:
             return n_val
         compares = self._fallback_forced or (self.linear_fallback == "auto"
                                              and self._holds_out_rows(data))
