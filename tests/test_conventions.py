@@ -18,7 +18,7 @@ from skdiff import (
     FlowformerRegressor,
     sample_posterior,
 )
-from skdiff.callbacks import EpochScoring
+from skdiff.callbacks import EpochScoring, WeightAveraging
 from skdiff.datasets import make_planted_partition
 
 FLOW = dict(hidden_dim=16, n_heads=2, n_layers=1, max_epochs=6, device="cpu", random_state=0)
@@ -177,6 +177,51 @@ def test_a_scorer_object_is_named_by_its_metric_and_reserved_keys_are_refused(gr
                                              r"DIFFormerClassifier records itself"):
             DIFFormerClassifier(**DIF, callbacks=[EpochScoring("accuracy", name=name)]).fit(
                 Xg, yg, adjacency=A)
+
+
+class _Snapshots(Callback):
+    """Records the network's weights at the end of every epoch."""
+
+    def initialize(self):
+        self.states = []
+        return self
+
+    def on_epoch_end(self, net, **kwargs):
+        self.states.append({k: v.detach().clone() for k, v in net.module_.state_dict().items()})
+
+
+def test_weight_averaging_predicts_with_the_moving_average_of_the_epochs(sequences):
+    X, y = sequences
+    snaps, avg = _Snapshots(), WeightAveraging(decay=0.7)
+    clf = FlowformerClassifier(**FLOW, callbacks=[snaps, avg]).fit(X, y)
+    assert len(snaps.states) == FLOW["max_epochs"]
+    expected = dict(snaps.states[0])
+    for state in snaps.states[1:]:
+        expected = {k: 0.7 * expected[k] + 0.3 * v if v.dtype.is_floating_point else v
+                    for k, v in state.items()}
+    fitted = clf.module_.state_dict()
+    last = snaps.states[-1]
+    assert any(not torch.allclose(fitted[k], last[k]) for k in fitted)  # not the last epoch's
+    for k, v in fitted.items():
+        torch.testing.assert_close(v, expected[k], rtol=1e-5, atol=1e-6)
+    assert avg.average_ is None  # no second copy of the weights travels in a pickle
+    # one epoch of partial_fit averages that epoch alone: its own weights
+    snaps, avg = _Snapshots(), WeightAveraging(decay=0.7)
+    clf = FlowformerClassifier(**FLOW, callbacks=[snaps, avg]).partial_fit(X, y)
+    for k, v in clf.module_.state_dict().items():
+        torch.testing.assert_close(v, snaps.states[-1][k])
+
+
+def test_weight_averaging_decay(sequences):
+    assert WeightAveraging().decay_for(300) == pytest.approx(0.98)
+    assert WeightAveraging().decay_for(60) == pytest.approx(0.9)
+    assert WeightAveraging().decay_for(4) == 0.0  # too short a run to average
+    assert WeightAveraging(0.5).decay_for(300) == 0.5
+    X, y = sequences
+    for bad in (1.0, -0.1, "fast", True):
+        with pytest.raises(ValueError, match=rf"WeightAveraging: 'decay' must be 'auto' or a "
+                                             rf"number in \[0, 1\); got {bad!r}"):
+            FlowformerClassifier(**FLOW, callbacks=[WeightAveraging(bad)]).fit(X, y)
 
 
 # -- persistence and pipelines --------------------------------------------------------------

@@ -37,6 +37,7 @@ from .._docs import fill_doc, parse_docs
 from .._engine import float64_copy
 from .._graph import Graph, check_adjacency, check_node_ids
 from .._tasks import MIN_CALIBRATION_ROWS, ClassifierTask, RegressorTask, beats_by_one_se
+from ..callbacks import WeightAveraging
 from ..nn.difformer import DIFFormer
 from ._data import (
     FeatureScaling,
@@ -814,6 +815,14 @@ class DIFFormerClassifier(ClassifierTask, _DIFFormerBase):
         Weight of the neighbours in each propagation step (``alpha`` of
         :class:`~sklearn.semi_supervised.LabelSpreading`); ``1 - propagation_alpha`` pulls
         every node back towards the network's prediction.
+    weight_averaging : bool, default=True
+        Where training runs all its epochs (no early stopping: the default below 10,000
+        labelled rows), predict with an exponential moving average of the weights over
+        about the last sixth of the epochs (:class:`skdiff.callbacks.WeightAveraging`,
+        decay ``1 - 6 / max_epochs``) instead of the last epoch's. With early stopping the
+        best epoch's weights are kept and nothing is averaged. On Cora's public split
+        (test nodes, ``random_state`` 0-5) it raised the defaults' accuracy from
+        0.805 ± 0.016 to 0.813 ± 0.007; see the user guide.
     %(training_parameters)s
 
     Attributes
@@ -838,9 +847,9 @@ class DIFFormerClassifier(ClassifierTask, _DIFFormerBase):
     The defaults (4 layers, hidden 64, ``dropout="auto"``, ``lr=3e-3``,
     ``weight_decay=5e-3``, 300 epochs; early stopping after 50 epochs without improvement
     only from 10,000 labelled rows or with a ``validation_mask``; ``n_neighbors="auto"``;
-    ``graph_weight="auto"``; ``label_propagation="auto"`` with ``propagation_alpha=0.9``)
-    were chosen on a suite of tabular data sets and graphs against scikit-learn baselines
-    (``benchmarks/defaults.py``). The official recipe for
+    ``graph_weight="auto"``; ``label_propagation="auto"`` with ``propagation_alpha=0.9``;
+    ``weight_averaging=True``) were chosen on a suite of tabular data sets and graphs
+    against scikit-learn baselines (``benchmarks/defaults.py``). The official recipe for
     citation graphs with the public validation nodes is ``n_layers=8, lr=1e-3,
     weight_decay=0.01, max_epochs=500, n_iter_no_change=500, graph_weight=None,
     label_propagation=False`` with ``validation_mask``;
@@ -874,13 +883,16 @@ class DIFFormerClassifier(ClassifierTask, _DIFFormerBase):
                                                       closed="left"), None],
         "label_propagation": [StrOptions({"auto"}), "boolean"],
         "propagation_alpha": [Interval(numbers.Real, 0, 1, closed="left")],
+        "weight_averaging": ["boolean"],
     }
+
+    _WARM_START_FREE = _DIFFormerBase._WARM_START_FREE | {"weight_averaging"}
 
     def __init__(self, *, feature_scaling="auto", kernel="simple", qk_norm="global", n_layers=4,
                  hidden_dim=64, n_heads=1, alpha=0.5, dropout="auto", graph_weight="auto",
                  value_projection=False, attention_scope="all", block_size=1024, unlabelled=-1,
                  class_weight=None, n_neighbors="auto", label_propagation="auto",
-                 propagation_alpha=0.9,
+                 propagation_alpha=0.9, weight_averaging=True,
                  max_epochs=300, lr=3e-3, weight_decay=5e-3, batch_size=None, early_stopping="auto",
                  validation_fraction=0.1, n_iter_no_change=50, n_init=1,
                  warm_start=False, device="auto", n_threads=None, mixed_precision=None,
@@ -954,7 +966,12 @@ class DIFFormerClassifier(ClassifierTask, _DIFFormerBase):
 
     def _extra_callbacks(self, train_ds, valid_ds):
         cbs = super()._extra_callbacks(train_ds, valid_ds)
-        return cbs + (("valid_acc", _ValidAccuracy()),) if valid_ds is not None else cbs
+        if valid_ds is not None:
+            cbs += (("valid_acc", _ValidAccuracy()),)
+        if self.weight_averaging and not self.early_stopping_:
+            # early stopping restores its best epoch instead: the two do not combine
+            cbs += (("weight_averaging", WeightAveraging()),)
+        return cbs
 
     def partial_fit(self, X, y, adjacency=None, *, classes=None, graph=None,
                     validation_mask=None, sample_weight=None):
