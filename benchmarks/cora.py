@@ -20,9 +20,8 @@ chosen on the validation nodes.
 ``--protocol defaults`` measures what a user gets without the recipe:
 ``DIFFormerClassifier(**params).fit(X, y, adjacency=A)`` on the raw bag-of-words features,
 ``y`` holding the split's training labels and ``-1`` elsewhere (no validation nodes), scored
-on the test nodes by ``transduction_``; its models are ``d`` (the defaults) and ``d_last``
-(the defaults with ``weight_averaging=False``: the last epoch's weights); ``d_n3`` adds
-``n_init=3``.
+on the test nodes by ``transduction_``; its models are ``d`` (the defaults), ``d_last``
+(``weight_averaging=False``: the last epoch's weights) and ``d_n3`` (``n_init=3``).
 
 Run: ``python benchmarks/cora.py [--protocol recipe|defaults] [--seeds 5] [--data-home DIR]
 [--models s,a] [--splits public,official,numpy] [--set max_epochs=1000 ...] [--device cuda]

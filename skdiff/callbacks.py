@@ -164,23 +164,43 @@ class EpochScoring(Callback):
 
 
 class WeightAveraging(Callback):
-    r"""Predict with an exponential moving average of the weights over the epochs.
+    r"""Predict with an exponential moving average of the weights over the last epochs.
 
     After every training epoch the average :math:`\bar\theta` moves towards the current
     weights, :math:`\bar\theta \leftarrow \beta\,\bar\theta + (1 - \beta)\,\theta`
-    (Polyak averaging; the first epoch's weights start it); when training ends the network
-    takes the average. The last epochs of a long run wander around a minimum with the noise
-    of dropout and of the optimiser's steps; their average lies nearer its centre, so the
-    predictions depend less on where the run happened to stop (and so on the seed).
-    Floating-point buffers (normalisation statistics) are averaged too; integer ones are
-    the last epoch's.
+    (Polyak averaging; the first epoch's weights start it). The last epochs of a long run
+    wander around a minimum with the noise of dropout and of the optimiser's steps; their
+    average lies nearer its centre, so the predictions depend less on where the run
+    happened to stop (and so on the seed). When training ends, the training loss of the
+    average and that of the last weights are computed on the training rows without dropout
+    (one forward pass each), and the network takes the average unless its loss is higher:
+    a run that still learnt in its last epochs would average in weights that had not learnt
+    the task yet. Floating-point buffers (normalisation statistics) are averaged too;
+    integer ones are the last epoch's.
 
     Parameters
     ----------
     decay : "auto" or float in [0, 1), default="auto"
-        :math:`\beta`, per epoch. ``"auto"``: ``1 - 6 / max_epochs`` (0.98 for 300 epochs),
-        an average over about the last sixth of the run, which leaves the weights of its
-        first epochs a share below 0.3 %; 0 (no averaging) for runs of at most 6 epochs.
+        :math:`\beta`, per epoch. ``"auto"``: ``1 - 15 / max_epochs`` (0.95 for 300
+        epochs), an average over about the last twentieth of the run, in which the weights
+        from before its last third keep a share below 1 %; 0 (no averaging) for runs of at
+        most 15 epochs.
+    compare : bool, default=True
+        Keep the average only if its training loss is at most the last weights' (above).
+        ``False``: always keep the average.
+
+    Attributes
+    ----------
+    decay_ : float
+        The decay of the current or last training run (:meth:`decay_for` its epochs).
+    averaged_ : bool
+        Whether the last training run ended on the average.
+    losses_ : tuple of float or None
+        (last weights, average): the training losses compared at the end of the last run;
+        ``None`` where nothing was compared.
+    average_ : dict or None
+        The running average of the network's ``state_dict`` during training; ``None``
+        outside it.
 
     Notes
     -----
@@ -189,7 +209,7 @@ class WeightAveraging(Callback):
     :class:`~skdiff.DIFFormerClassifier` (``weight_averaging=True``) adds it only where
     training runs all its epochs. Each training call averages its own epochs: a
     ``partial_fit`` of one epoch keeps that epoch's weights. The average is dropped once
-    it is loaded, so a fitted estimator pickles no second copy of its weights.
+    training ends, so a fitted estimator pickles no second copy of its weights.
 
     Examples
     --------
@@ -197,14 +217,16 @@ class WeightAveraging(Callback):
     >>> from skdiff import DIFFormerRegressor
     >>> from skdiff.callbacks import WeightAveraging
     >>> X, y = load_iris(return_X_y=True)
+    >>> averaging = WeightAveraging()
     >>> reg = DIFFormerRegressor(n_layers=1, max_epochs=30, random_state=0,
-    ...                          callbacks=[WeightAveraging()]).fit(X[:, :3], X[:, 3])
-    >>> bool(reg.score(X[:, :3], X[:, 3]) > 0.8)
-    True
+    ...                          callbacks=[averaging]).fit(X[:, :3], X[:, 3])
+    >>> bool(reg.score(X[:, :3], X[:, 3]) > 0.8), averaging.decay_
+    (True, 0.5)
     """
 
-    def __init__(self, decay="auto"):
+    def __init__(self, decay="auto", compare=True):
         self.decay = decay
+        self.compare = compare
 
     def initialize(self):
         decay = self.decay
@@ -212,17 +234,35 @@ class WeightAveraging(Callback):
                 decay, bool) and 0 <= decay < 1)):
             raise ValueError(f"WeightAveraging: 'decay' must be 'auto' or a number in [0, 1); "
                              f"got {decay!r}.")
+        if not isinstance(self.compare, bool):
+            raise ValueError(f"WeightAveraging: 'compare' must be True or False; got "
+                             f"{self.compare!r}.")
         self.average_ = None
+        self.averaged_ = False
+        self.losses_ = None
         return self
 
     def decay_for(self, max_epochs):
-        """The per-epoch decay used for a run of ``max_epochs`` epochs."""
+        """The per-epoch decay used for a run of ``max_epochs`` epochs.
+
+        Parameters
+        ----------
+        max_epochs : int
+            The epochs of the training run.
+
+        Returns
+        -------
+        decay : float
+            ``decay`` if it is a number, else ``max(0, 1 - 15 / max_epochs)``.
+        """
         if self.decay != "auto":
             return float(self.decay)
-        return max(0.0, 1.0 - 6.0 / max(int(max_epochs), 1))
+        return max(0.0, 1.0 - 15.0 / max(int(max_epochs), 1))
 
     def on_train_begin(self, net, **kwargs):
         self.average_ = None
+        self.averaged_ = False
+        self.losses_ = None
         self.decay_ = self.decay_for(net.max_epochs)
 
     def on_epoch_end(self, net, **kwargs):
@@ -237,7 +277,34 @@ class WeightAveraging(Callback):
                 else:
                     self.average_[k].copy_(v)
 
-    def on_train_end(self, net, **kwargs):
-        if self.average_ is not None:
-            net.module_.load_state_dict(self.average_)
-        self.average_ = None
+    def on_train_end(self, net, X=None, **kwargs):
+        average, self.average_ = self.average_, None
+        if average is None or self.decay_ == 0:
+            return  # nothing trained, or nothing averaged: the last weights
+        if self.compare and X is not None:
+            last = {k: v.detach().clone() for k, v in net.module_.state_dict().items()}
+            loss_last = _training_loss(net, X)
+            net.module_.load_state_dict(average)
+            self.losses_ = (loss_last, _training_loss(net, X))
+            if self.losses_[1] > loss_last:
+                net.module_.load_state_dict(last)
+                return
+        else:
+            net.module_.load_state_dict(average)
+        self.averaged_ = True
+
+
+def _training_loss(net, X):
+    """The mean loss of the training batches of ``X``, without dropout."""
+    training = net.module_.training
+    net.module_.eval()
+    total = count = 0.0
+    try:
+        with torch.no_grad():
+            for Xi, yi in net.get_iterator(net.get_dataset(X), training=False):
+                y_pred = net.evaluation_step((Xi, yi), training=False)
+                total += float(net.get_loss(y_pred, yi, X=Xi, training=False))
+                count += 1
+    finally:
+        net.module_.train(training)
+    return total / max(count, 1)

@@ -192,7 +192,7 @@ class _Snapshots(Callback):
 
 def test_weight_averaging_predicts_with_the_moving_average_of_the_epochs(sequences):
     X, y = sequences
-    snaps, avg = _Snapshots(), WeightAveraging(decay=0.7)
+    snaps, avg = _Snapshots(), WeightAveraging(decay=0.7, compare=False)
     clf = FlowformerClassifier(**FLOW, callbacks=[snaps, avg]).fit(X, y)
     assert len(snaps.states) == FLOW["max_epochs"]
     expected = dict(snaps.states[0])
@@ -204,6 +204,7 @@ def test_weight_averaging_predicts_with_the_moving_average_of_the_epochs(sequenc
     assert any(not torch.allclose(fitted[k], last[k]) for k in fitted)  # not the last epoch's
     for k, v in fitted.items():
         torch.testing.assert_close(v, expected[k], rtol=1e-5, atol=1e-6)
+    assert avg.averaged_ and avg.losses_ is None
     assert avg.average_ is None  # no second copy of the weights travels in a pickle
     # one epoch of partial_fit averages that epoch alone: its own weights
     snaps, avg = _Snapshots(), WeightAveraging(decay=0.7)
@@ -213,15 +214,18 @@ def test_weight_averaging_predicts_with_the_moving_average_of_the_epochs(sequenc
 
 
 def test_weight_averaging_decay(sequences):
-    assert WeightAveraging().decay_for(300) == pytest.approx(0.98)
-    assert WeightAveraging().decay_for(60) == pytest.approx(0.9)
-    assert WeightAveraging().decay_for(4) == 0.0  # too short a run to average
+    assert WeightAveraging().decay_for(300) == pytest.approx(0.95)
+    assert WeightAveraging().decay_for(60) == pytest.approx(0.75)
+    assert WeightAveraging().decay_for(15) == 0.0  # too short a run to average
     assert WeightAveraging(0.5).decay_for(300) == 0.5
     X, y = sequences
     for bad in (1.0, -0.1, "fast", True):
         with pytest.raises(ValueError, match=rf"WeightAveraging: 'decay' must be 'auto' or a "
                                              rf"number in \[0, 1\); got {bad!r}"):
             FlowformerClassifier(**FLOW, callbacks=[WeightAveraging(bad)]).fit(X, y)
+    with pytest.raises(ValueError, match="WeightAveraging: 'compare' must be True or False; "
+                                         "got 'yes'"):
+        FlowformerClassifier(**FLOW, callbacks=[WeightAveraging(compare="yes")]).fit(X, y)
 
 
 # -- persistence and pipelines --------------------------------------------------------------
