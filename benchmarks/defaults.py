@@ -21,12 +21,18 @@ Run (one thread; real data through the library's loaders, ``--data-home`` or
 Rows are merged into the JSON (``--json``, default ``benchmarks/results/defaults.json``)
 as they finish, so separate runs of the two splits build one table; ``--render`` rebuilds
 ``docs/benchmarks/defaults.md`` from that JSON alone.
+
+``--set KEY=VALUE ...`` fits the skdiff estimators with those parameters instead of their
+defaults (a candidate default measured on the same rows); its rows go to a JSON of their
+own (``--json`` other than the defaults file, required) and the docs page is not rewritten.
 """
 
 from __future__ import annotations
 
 import argparse
+import ast
 import datetime
+import functools
 import json
 import os
 import platform
@@ -369,8 +375,11 @@ def _warnings_summary(caught):
     return [f"{first[k]} (x{n})" if n > 1 else first[k] for k, n in counts.items()]
 
 
-def run_row(ds, ctx):
-    """Fit the estimator and the baselines on one data set; return the row's record."""
+def run_row(ds, ctx, params=None):
+    """Fit the estimator and the baselines on one data set; return the row's record.
+
+    ``params``: parameters the estimator is built with instead of its defaults (``--set``).
+    """
     task = TASKS[ds.task]
     row = {"key": f"{task.estimator} | {ds.family} | {ds.name}", "estimator": task.estimator,
            "family": ds.family, "dataset": ds.name, "split": ds.split, "task": ds.task,
@@ -379,6 +388,9 @@ def run_row(ds, ctx):
     Est = _estimator(task.estimator)
     if Est is None:
         return {**row, "status": "skipped", "error": f"skdiff has no {task.estimator}"}
+    if params:
+        row["params"] = dict(params)
+        Est = functools.partial(Est, **params)
     t0 = time.perf_counter()
     d = ds.load(ctx)
     row["data"] = {**_describe(d), "load_s": round(time.perf_counter() - t0, 2)}
@@ -489,7 +501,24 @@ def main(argv=None):
                    help="only rebuild the docs page from --json (runs nothing)")
     p.add_argument("--page", type=Path, default=DEFAULT_PAGE, help="the docs page to write")
     p.add_argument("--no-render", action="store_true", help="do not rewrite the docs page")
+    p.add_argument("--set", nargs="+", default=[], metavar="KEY=VALUE",
+                   help="build the skdiff estimators with these parameters (Python "
+                        "literals) instead of their defaults; needs its own --json")
     args = p.parse_args(argv)
+    params = {}
+    for item in args.set:
+        key, sep, value = item.partition("=")
+        if not sep:
+            p.error(f"--set expects KEY=VALUE, got {item!r}")
+        try:
+            params[key] = ast.literal_eval(value)
+        except (ValueError, SyntaxError):
+            p.error(f"--set {item}: {value!r} is not a Python literal (e.g. True, 0.5, 'auto')")
+    if params:
+        if args.json.resolve() == DEFAULT_JSON.resolve():
+            p.error("--set measures other parameters than the defaults: pass a --json of its "
+                    f"own, not {_rel(DEFAULT_JSON)}")
+        args.no_render = True  # the docs page shows the defaults
 
     if args.render:
         doc = _load_json(args.json)
@@ -511,13 +540,15 @@ def main(argv=None):
            "hardware": f"{os.cpu_count()}-core CPU ({platform.machine()}), shared and loaded",
            "torch": torch.__version__, "threads": args.threads,
            "loadavg_start": round(os.getloadavg()[0], 2), "rows": len(rows)}
+    if params:
+        run["params"] = params
     doc["runs"].append(run)
     print(f"{len(rows)} rows; skdiff {run['skdiff']} ({run['commit']}), {args.threads} "
           f"thread(s), load average {run['loadavg_start']}", flush=True)
     t_run = time.perf_counter()
     with threadpool_limits(limits=args.threads):
         for ds in rows:
-            row = run_row(ds, ctx)
+            row = run_row(ds, ctx, params)
             row["run"] = len(doc["runs"]) - 1
             row["order"] = DATASETS.index(ds)
             doc["rows"] = [r for r in doc["rows"] if r["key"] != row["key"]] + [row]

@@ -242,3 +242,26 @@ def test_small_tables_scores_the_rows_each_protocol_promises(monkeypatch):
     rest = rows[30:]
     assert out_pool["ridge"] == pytest.approx(np.mean((ridge.predict(X[rest]) - y[rest]) ** 2))
     assert out["ridge"] == pytest.approx(out_pool["ridge"])  # 412 other rows either way
+
+
+def test_defaults_set_measures_other_parameters_into_a_file_of_their_own(monkeypatch, tmp_path,
+                                                                         capsys):
+    """``defaults.py --set``: the estimators are built with the given parameters, each row
+    records them, and the defaults' own results file and page are refused."""
+    monkeypatch.syspath_prepend(str(ROOT / "benchmarks"))
+    script = _load("defaults_under_test", ROOT / "benchmarks" / "defaults.py")
+    for argv, message in (
+            (["--set", "weight_averaging=True"], "pass a --json of its own"),
+            (["--set", "weight_averaging", "--json", str(tmp_path / "x.json")],
+             "--set expects KEY=VALUE, got 'weight_averaging'"),
+            (["--set", "kernel=simple", "--json", str(tmp_path / "x.json")],
+             "'simple' is not a Python literal")):
+        with pytest.raises(SystemExit):
+            script.main(argv)
+        assert message in capsys.readouterr().err
+    ds = next(d for d in script.DATASETS if d.name == "iris, all labelled")
+    ctx = script.Context(data_home=None, quick=True)
+    row = script.run_row(ds, ctx, {"max_epochs": 4, "n_layers": 1})
+    assert row["params"] == {"max_epochs": 4, "n_layers": 1}
+    assert row["skdiff"]["extra"]["epochs"] == 4
+    assert "params" not in script.run_row(ds, ctx)

@@ -55,12 +55,12 @@ def test_weight_averaging_where_training_runs_all_its_epochs(planted):
     names = lambda clf: dict(clf.net_.callbacks_)  # noqa: E731
     settled = {**FAST, "max_epochs": 300}  # after 60 or 150 epochs the loss still falls and
     # the last weights fit the training rows better than their average, which is not kept
-    avg = DIFFormerClassifier(**settled, random_state=0).fit(X, y_semi, adjacency=A)
+    avg = DIFFormerClassifier(**settled, random_state=0, weight_averaging=True).fit(
+        X, y_semi, adjacency=A)
     assert "weight_averaging" in names(avg) and not avg.early_stopping_
     assert avg.weights_averaged_
-    last = DIFFormerClassifier(**settled, random_state=0, weight_averaging=False).fit(
-        X, y_semi, adjacency=A)
-    assert "weight_averaging" not in names(last) and not last.weights_averaged_
+    last = DIFFormerClassifier(**settled, random_state=0).fit(X, y_semi, adjacency=A)
+    assert "weight_averaging" not in names(last) and not last.weights_averaged_  # the default
     # the same run, predicted from other weights, and as well on this graph
     assert names(avg)["weight_averaging"].losses_ is not None
     w_avg, w_last = avg.module_.state_dict(), last.module_.state_dict()
@@ -69,8 +69,8 @@ def test_weight_averaging_where_training_runs_all_its_epochs(planted):
     acc = lambda clf: np.mean(clf.transduction_[unlabelled] == y[unlabelled])  # noqa: E731
     assert acc(avg) >= 0.9 and acc(avg) >= acc(last) - 0.02
     # early stopping keeps its best epoch: nothing is averaged
-    stopped = DIFFormerClassifier(**FAST, random_state=0, early_stopping=True).fit(
-        X, y_semi, adjacency=A)
+    stopped = DIFFormerClassifier(**FAST, random_state=0, early_stopping=True,
+                                  weight_averaging=True).fit(X, y_semi, adjacency=A)
     assert "weight_averaging" not in names(stopped) and "early_stopping" in names(stopped)
     assert not stopped.weights_averaged_
     with pytest.raises(ValueError, match="'weight_averaging' parameter of "
@@ -103,7 +103,7 @@ def test_an_average_with_a_higher_training_loss_is_not_kept():
     assert last > 0.85 and blind < last - 0.1
     assert not guard.averaged_ and guard.losses_[1] > 2 * guard.losses_[0]
     assert guarded == last
-    default = fit()
+    default = fit(weight_averaging=True)
     assert default.weights_averaged_ and default.score(Xte, yte) >= last
 
 
