@@ -824,9 +824,10 @@ class DIFFormerClassifier(ClassifierTask, _DIFFormerBase):
         weighs against where in the noise of the last epochs the run happened to stop.
         ``weights_averaged_`` records the outcome. With early stopping the best epoch's
         weights are kept and nothing is averaged. It lowers the spread over seeds on Cora
-        (test accuracy 0.812 ± 0.007 against 0.805 ± 0.016) and helped on the development
-        rows of the defaults benchmark, but lost 3 and 6 points on two of its held-out
-        semi-supervised rows, so it is not the default (see the user guide).
+        (test accuracy 0.812 ± 0.007 against 0.805 ± 0.016) and helped a little on the
+        development rows of the defaults benchmark, but lost 3 to 8 points on three of its
+        held-out semi-supervised rows with few labels, so it is not the default (see the
+        user guide).
     %(training_parameters)s
 
     Attributes
