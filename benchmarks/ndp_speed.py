@@ -21,13 +21,17 @@ Run::
     python benchmarks/ndp_speed.py --n-samples 32 --skip-ddpm             # a smaller batch
     python benchmarks/ndp_speed.py --dims 1 2 --paired-attention 3 --threads 1 \
         --json ndp_attention_paired.json   # the attention across dimensions, both paths
+    python benchmarks/ndp_speed.py --dims 1 2 3 --paired-projection 3 --threads 1 \
+        --json ndp_projection_paired.json  # the projections' bias, both ways
 
 With ``--paired-attention N`` only that comparison runs: at D = 1 and D = 2 the network
 computes the attention across the input dimensions of a point in closed form
 (``skdiff.nn.ndp._SHORT_PATHS``: over one key an affine map, over two a logistic function);
 the same ``predict(X, return_std=True)`` is timed with those paths and with
 ``scaled_dot_product_attention`` (the flag off), alternating, N times each in one process,
-so that both see the same load of the machine.
+so that both see the same load of the machine. ``--paired-projection N`` does the same for
+the attention projections (``skdiff.nn.ndp._BIAS_AFTER``: the bias added in place after a
+bias-free product, or ``F.linear``), at every ``--dims``.
 """
 
 from __future__ import annotations
@@ -84,40 +88,51 @@ def run(est, tasks, time_predict=True):
     return fit_s, pred_s, cpu_s, lls, mses
 
 
-def paired_attention(d, n_repeats, args):
-    """CPU seconds of ``predict(X, return_std=True)`` on one task of dimension ``d``, with the
-    closed-form attention across its one or two dimensions and with the kernel, alternating
-    ``n_repeats`` times, and the largest differences between the two paths' means and
-    standard deviations."""
+def paired(d, n_repeats, args, flag, paths):
+    """CPU seconds of ``predict(X, return_std=True)`` on one task of dimension ``d`` with the
+    module flag ``skdiff.nn.ndp.<flag>`` on and off, alternating ``n_repeats`` times, and the
+    largest differences between the two paths' means and standard deviations. ``paths``
+    names them: ``(name with the flag on, name with it off)``."""
     data = make_gp_functions(1, 60, d, kernel="se", lengthscale=0.25 * np.sqrt(d),
                              random_state=1)
     X, y = data.X[0], data.y[0]
     est = NDPRegressor(prior=args.prior, x_bounds=[(-2, 2)] * d, x_scaling="box", alpha=0.0,
                        normalize_y=False, n_samples=args.n_samples,
                        random_state=0).fit(X[:10], y[:10])
-    seconds, outputs = {"closed_form": [], "kernel": []}, {}
+    on, off = paths
+    seconds, outputs = {on: [], off: []}, {}
     try:
         for _ in range(n_repeats):
-            for path, flag in (("kernel", False), ("closed_form", True)):
-                skdiff.nn.ndp._SHORT_PATHS = flag
+            for path, value in ((off, False), (on, True)):
+                setattr(skdiff.nn.ndp, flag, value)
                 c0 = time.process_time()
                 outputs[path] = est.predict(X[10:], return_std=True)
                 seconds[path].append(time.process_time() - c0)
     finally:
-        skdiff.nn.ndp._SHORT_PATHS = True
-    (m_b, s_b), (m_k, s_k) = outputs["closed_form"], outputs["kernel"]
-    row = {"n_dims": d, "cpu_seconds_closed_form": seconds["closed_form"],
-           "cpu_seconds_kernel": seconds["kernel"],
-           "ratio": float(np.mean(seconds["closed_form"]) / np.mean(seconds["kernel"])),
+        setattr(skdiff.nn.ndp, flag, True)
+    (m_b, s_b), (m_k, s_k) = outputs[on], outputs[off]
+    row = {"n_dims": d, f"cpu_seconds_{on}": seconds[on], f"cpu_seconds_{off}": seconds[off],
+           "ratio": float(np.mean(seconds[on]) / np.mean(seconds[off])),
            "max_mean_difference": float(np.abs(m_b - m_k).max()),
            "max_std_difference": float(np.abs(s_b - s_k).max())}
-    print(f"D={d} predict CPU s: closed form "
-          + " ".join(f"{v:.2f}" for v in seconds["closed_form"])
-          + " | kernel " + " ".join(f"{v:.2f}" for v in seconds["kernel"])
+    print(f"D={d} predict CPU s: {on} " + " ".join(f"{v:.2f}" for v in seconds[on])
+          + f" | {off} " + " ".join(f"{v:.2f}" for v in seconds[off])
           + f" | ratio {row['ratio']:.3f} | largest difference of means "
           f"{row['max_mean_difference']:.1e}, of stds {row['max_std_difference']:.1e}",
           flush=True)
     return row
+
+
+def paired_attention(d, n_repeats, args):
+    """:func:`paired` for the closed-form attention across one or two input dimensions
+    against the kernel."""
+    return paired(d, n_repeats, args, "_SHORT_PATHS", ("closed_form", "kernel"))
+
+
+def paired_projection(d, n_repeats, args):
+    """:func:`paired` for the attention projections' bias added after the product against
+    ``F.linear``."""
+    return paired(d, n_repeats, args, "_BIAS_AFTER", ("bias_after", "linear"))
 
 
 def main(argv=None):
@@ -133,10 +148,19 @@ def main(argv=None):
     p.add_argument("--paired-attention", type=int, default=0, metavar="N",
                    help="only time the attention across one or two dimensions, closed form "
                         "against the kernel, alternating N times (D = 1 and 2)")
+    p.add_argument("--paired-projection", type=int, default=0, metavar="N",
+                   help="only time the attention projections, the bias added after the "
+                        "product against F.linear, alternating N times")
     p.add_argument("--json", default=None, help="write the rows here")
     add_runtime_args(p)
     args = p.parse_args(argv)
     apply_runtime_args(args)
+    if args.paired_projection:
+        rows = [paired_projection(d, args.paired_projection, args) for d in args.dims]
+        if args.json:
+            write_json(args.json, {"args": vars(args), "n_context": 10, "n_targets": 50,
+                                   "n_samples": args.n_samples, "projection_paired": rows})
+        return
     if args.paired_attention:
         rows = [paired_attention(d, args.paired_attention, args) for d in args.dims if d <= 2]
         if args.json:

@@ -340,13 +340,25 @@ def _ndp_speed(doc):
             "CPU s", "log-lik per point", "MSE"], rows
 
 
-def _ndp_attention_paired(doc):
-    return ["D", "closed form, CPU s", "scaled_dot_product_attention, CPU s", "ratio",
+def _paired_table(rows, on, off, on_label, off_label):
+    """A table of ``ndp_speed.py --paired-*`` rows: CPU seconds of ``predict`` with a module
+    flag on (``cpu_seconds_<on>``) and off, their ratio, and the predictions' differences."""
+    return ["D", f"{on_label}, CPU s", f"{off_label}, CPU s", "ratio",
             "largest difference of means", "of stds"], [
-        [str(r["n_dims"]), " ".join(f"{v:.1f}" for v in r["cpu_seconds_closed_form"]),
-         " ".join(f"{v:.1f}" for v in r["cpu_seconds_kernel"]), f"{r['ratio']:.2f}",
+        [str(r["n_dims"]), " ".join(f"{v:.1f}" for v in r[f"cpu_seconds_{on}"]),
+         " ".join(f"{v:.1f}" for v in r[f"cpu_seconds_{off}"]), f"{r['ratio']:.2f}",
          f"{r['max_mean_difference']:.0e}", f"{r['max_std_difference']:.0e}"]
-        for r in doc["attention_paired"]]
+        for r in rows]
+
+
+def _ndp_attention_paired(doc):
+    return _paired_table(doc["attention_paired"], "closed_form", "kernel", "closed form",
+                         "scaled_dot_product_attention")
+
+
+def _ndp_projection_paired(doc):
+    return _paired_table(doc["projection_paired"], "bias_after", "linear",
+                         "bias after the product", "F.linear")
 
 
 def _ndp_sampler_network(doc):
@@ -935,6 +947,21 @@ CLAIMS = {
         "attention_paired: [{n_dims, cpu_seconds_closed_form, cpu_seconds_kernel, ratio, "
         "max_mean_difference, max_std_difference}]",
         _ndp_attention_paired),
+    "ndp_projection_paired": Claim(
+        "Bias of the attention projections", "The attention projections of every block "
+        "(points of width 64 to the queries, keys and values of width 384, and the output "
+        "projection) add their bias in place after a bias-free product; F.linear first "
+        "copies the bias into every row of its output, which on the CPU costs more for these "
+        "many short rows. The same predict(X, return_std=True) as in the table above, timed "
+        "both ways, alternating three times in one process (one torch thread, the process's "
+        "CPU seconds), and the largest differences between the two ways' predictions.",
+        "ndp_projection_paired.json",
+        "python benchmarks/ndp_speed.py --dims 1 2 3 --paired-projection 3 --threads 1 "
+        "--json benchmarks/results/ndp_projection_paired.json",
+        "not in the paper (an implementation detail of the network).",
+        "projection_paired: [{n_dims, cpu_seconds_bias_after, cpu_seconds_linear, ratio, "
+        "max_mean_difference, max_std_difference}]",
+        _ndp_projection_paired),
     "ndp_function_prior": Claim(
         "A prior learned from your own curves: ETTh1 daily profiles", "Every day and column "
         "of ETTh1 is a curve, hour of the day -> value (columns standardised on the training "

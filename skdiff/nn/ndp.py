@@ -42,6 +42,26 @@ def timestep_embedding(t: torch.Tensor, dim: int, max_positions: int = 10_000) -
 _SHORT_PATHS = True
 
 
+#: Whether the attention projections add their bias after a bias-free product
+#: (:func:`_linear`) rather than through ``F.linear`` (the same values;
+#: ``benchmarks/ndp_speed.py --paired-projection`` times both).
+_BIAS_AFTER = True
+
+
+def _linear(x, weight, bias):
+    """``F.linear(x, weight, bias)``, the bias added after the product.
+
+    On the CPU ``F.linear`` first copies the bias into every row of the output and then
+    accumulates the product onto it; for the many short rows of the attention projections
+    (thousands of points of width 64 projected to 384) that copy is slow. A product without
+    bias and an in-place addition give the same values here (the outputs of the default
+    model are bitwise equal) in less time.
+    """
+    if not _BIAS_AFTER:
+        return F.linear(x, weight, bias)
+    return F.linear(x, weight).add_(bias)
+
+
 class _MultiHeadAttention(nn.Module):
     r"""Multi-head self-attention from width ``in_dim`` to width ``out_dim`` (official layout).
 
@@ -74,16 +94,17 @@ class _MultiHeadAttention(nn.Module):
             w_v, b_v = self.qkv.weight[2 * width:], self.qkv.bias[2 * width:]
             weight = self.out.weight @ w_v
             bias = torch.addmv(self.out.bias, self.out.weight, b_v)
-            return F.linear(s, weight, bias)
+            return _linear(s, weight, bias)
+        qkv = _linear(s, self.qkv.weight, self.qkv.bias)  # [batch, seq, 3 (2h)]
         if seq == 2 and key_mask is None and _SHORT_PATHS:
-            return self.out(self._two_key_attention(self.qkv(s)))
-        q, k, v = self.qkv(s).chunk(3, dim=-1)  # each [batch, seq, 2h]
+            return _linear(self._two_key_attention(qkv), self.out.weight, self.out.bias)
+        q, k, v = qkv.chunk(3, dim=-1)  # each [batch, seq, 2h]
         # [batch, seq, (k dk)] -> [batch, k, seq, dk]
         q, k, v = (z.view(bsz, seq, self.n_heads, -1).transpose(1, 2) for z in (q, k, v))
         mask = None if key_mask is None else key_mask[:, None, None, :]  # [batch, 1, 1, seq]
         o = F.scaled_dot_product_attention(q, k, v, attn_mask=mask)  # [batch, k, seq, dk]
         o = o.transpose(1, 2).reshape(bsz, seq, -1)  # [batch, seq, 2h]
-        return self.out(o)
+        return _linear(o, self.out.weight, self.out.bias)
 
     def _two_key_attention(self, qkv: torch.Tensor) -> torch.Tensor:
         """The heads' attention over two keys (the input dimensions of a point at D = 2), from
