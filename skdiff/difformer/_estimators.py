@@ -1317,9 +1317,8 @@ class DIFFormerRegressor(RegressorTask, _DIFFormerBase):
         if n_val >= MIN_FALLBACK_ROWS or n < 4 * MIN_FALLBACK_ROWS or \
                 data.graph is not None or data.inputs.has_graph:
             return n_val
-        compares = self._fallback_forced or (self.linear_fallback == "auto"
-                                             and self._holds_out_rows(data))
-        return MIN_FALLBACK_ROWS if compares else n_val
+        # _holds_out_rows: True with linear_fallback=True, False with False
+        return MIN_FALLBACK_ROWS if self._holds_out_rows(data) else n_val
 
     @property
     def _fallback_forced(self):
