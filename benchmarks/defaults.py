@@ -460,6 +460,16 @@ def _save_json(doc, path):
     os.replace(tmp, path)
 
 
+def _place(rows, row):
+    """Put ``row`` where the row of its key was (appended when there was none), so a re-run
+    of some rows leaves the others where they are in the results file."""
+    for i, old in enumerate(rows):
+        if old["key"] == row["key"]:
+            rows[i] = row
+            return
+    rows.append(row)
+
+
 def select(args):
     """The data sets a command line asks for, in table order."""
     fams = set(args.families)
@@ -551,7 +561,7 @@ def main(argv=None):
             row = run_row(ds, ctx, params)
             row["run"] = len(doc["runs"]) - 1
             row["order"] = DATASETS.index(ds)
-            doc["rows"] = [r for r in doc["rows"] if r["key"] != row["key"]] + [row]
+            _place(doc["rows"], row)
             _print_row(row)
             _save_json(doc, args.json)
     run["wall_min"] = round((time.perf_counter() - t_run) / 60, 1)

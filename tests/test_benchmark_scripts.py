@@ -265,3 +265,14 @@ def test_defaults_set_measures_other_parameters_into_a_file_of_their_own(monkeyp
     assert row["params"] == {"max_epochs": 4, "n_layers": 1}
     assert row["skdiff"]["extra"]["epochs"] == 4
     assert "params" not in script.run_row(ds, ctx)
+
+
+def test_defaults_rerun_row_keeps_its_place_in_the_results_file(monkeypatch):
+    """A re-run row replaces its earlier result in place; a new row goes at the end (so a
+    partial re-run rewrites only its own rows of the results file)."""
+    monkeypatch.syspath_prepend(str(ROOT / "benchmarks"))
+    script = _load("defaults_under_test", ROOT / "benchmarks" / "defaults.py")
+    rows = [{"key": k, "score": 0} for k in "abc"]
+    script._place(rows, {"key": "b", "score": 1})
+    script._place(rows, {"key": "d", "score": 2})
+    assert [(r["key"], r["score"]) for r in rows] == [("a", 0), ("b", 1), ("c", 0), ("d", 2)]
