@@ -120,6 +120,11 @@ def test_cross_validation_on_one_graph(homophilous):
     (dict(label_propagation="yes"), r"'label_propagation' parameter .* Got 'yes'"),
     (dict(propagation_alpha=1.0), r"'propagation_alpha' parameter .* range \[0.0, 1.0\)"),
     (dict(graph_weight="yes"), r"'graph_weight' parameter .* Got 'yes'"),
+    (dict(propagation_network_weight=1.5),
+     r"'propagation_network_weight' parameter .* range \[0.0, 1.0\] or a str among "
+     r"\{'auto'\}\. Got 1.5"),
+    (dict(propagation_network_weight="half"),
+     r"'propagation_network_weight' parameter .* Got 'half'"),
 ])
 def test_bad_parameters_are_named(homophilous, params, match):
     X, _, A, y_fit = homophilous
@@ -245,3 +250,44 @@ def test_auto_graph_weight_leaves_the_neighbors_graph_and_regression_alone(heter
     reg = DIFFormerRegressor(**FAST, graph_weight="auto").fit(X, y.astype(float), adjacency=A)
     assert reg.graph_weight_ == 0.0
     assert DIFFormerRegressor(**FAST).fit(X, y.astype(float), adjacency=A).graph_weight_ is None
+
+
+def test_a_fixed_network_weight_is_used_and_recorded(homophilous):
+    """``propagation_network_weight``: "auto" records its choice; 0 is label spreading alone
+    (the same labels whatever network was trained, equal to the dense fixed point with no
+    network term); a number is used as given; without propagation the attribute is None."""
+    X, y, A, y_fit = homophilous
+    auto = DIFFormerClassifier(**FAST).fit(X, y_fit, adjacency=A)
+    assert auto.propagation_network_weight_ in (1.0, 0.5, 0.2, 0.0)
+    zero = [DIFFormerClassifier(**{**FAST, "random_state": seed},
+                                propagation_network_weight=0).fit(X, y_fit, adjacency=A)
+            for seed in (0, 1)]
+    assert [clf.propagation_network_weight_ for clf in zero] == [0.0, 0.0]
+    np.testing.assert_array_equal(zero[0].transduction_, zero[1].transduction_)
+    S = normalized_adjacency(A).toarray().astype(np.float64)
+    seeds = np.flatnonzero(y_fit != -1)
+    U = np.flatnonzero(y_fit == -1)
+    Y = np.eye(3)[y_fit[seeds]]
+    alpha = zero[0].propagation_alpha
+    G_U = np.linalg.solve(np.eye(U.size) - alpha * S[np.ix_(U, U)],
+                          alpha * S[np.ix_(U, seeds)] @ Y)
+    np.testing.assert_array_equal(zero[0].transduction_[U], G_U.argmax(1))
+    assert _accuracy(zero[0], y, y_fit) > 0.95
+    half = DIFFormerClassifier(**FAST, propagation_network_weight=0.5).fit(X, y_fit,
+                                                                         adjacency=A)
+    assert half.propagation_network_weight_ == 0.5
+    off = DIFFormerClassifier(**FAST, label_propagation=False,
+                              propagation_network_weight=0.5).fit(X, y_fit, adjacency=A)
+    assert off.propagation_network_weight_ is None
+
+
+def test_a_fixed_network_weight_reaches_graph_mode_predictions(homophilous):
+    X, y, A, _ = homophilous
+    g = Graph(X, A)
+    train = np.arange(0, 600, 4)
+    rest = np.setdiff1d(np.arange(600), train)
+    preds = [DIFFormerClassifier(**{**FAST, "random_state": seed},
+                                 propagation_network_weight=0).fit(
+        train[:, None], y[train], graph=g).predict(rest[:, None]) for seed in (0, 1)]
+    np.testing.assert_array_equal(preds[0], preds[1])
+    assert np.mean(preds[0] == y[rest]) > 0.95
