@@ -819,8 +819,8 @@ class DIFFormerClassifier(ClassifierTask, _DIFFormerBase):
         ``"auto"`` chooses among 1, 0.5, 0.2 and 0 by a 5-fold check over the labelled
         nodes, each predicted with its label and the network's outputs on it and its
         neighbours hidden (the network was trained on it): where the features say little,
-        the network's guesses on unlabelled nodes get less weight. With a few dozen
-        labelled nodes on a graph of thousands the check's choice is noisy;
+        the network's guesses on unlabelled nodes get less weight. With about a hundred
+        labelled nodes on a graph of many thousands the check's choice is noisy;
         ``propagation_network_weight_`` says what it chose, and a number fixes it (e.g. 0
         where the features are known to carry little). Used only where the labels are
         propagated.
