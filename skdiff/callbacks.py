@@ -14,6 +14,7 @@ Every other skorch callback (``Checkpoint``, ``LRScheduler``, ``EarlyStopping``,
 
 from __future__ import annotations
 
+import numbers
 import warnings
 
 import numpy as np
@@ -230,17 +231,21 @@ class WeightAveraging(Callback):
 
     def initialize(self):
         decay = self.decay
-        if not (decay == "auto" or (isinstance(decay, (int, float)) and not isinstance(
-                decay, bool) and 0 <= decay < 1)):
+        if not (isinstance(decay, str) and decay == "auto" or (
+                isinstance(decay, numbers.Real) and not isinstance(decay, (bool, np.bool_))
+                and 0 <= decay < 1)):
             raise ValueError(f"WeightAveraging: 'decay' must be 'auto' or a number in [0, 1); "
                              f"got {decay!r}.")
-        if not isinstance(self.compare, bool):
+        if not isinstance(self.compare, (bool, np.bool_)):
             raise ValueError(f"WeightAveraging: 'compare' must be True or False; got "
                              f"{self.compare!r}.")
+        self._reset()
+        return self
+
+    def _reset(self):
         self.average_ = None
         self.averaged_ = False
         self.losses_ = None
-        return self
 
     def decay_for(self, max_epochs):
         """The per-epoch decay used for a run of ``max_epochs`` epochs.
@@ -260,9 +265,7 @@ class WeightAveraging(Callback):
         return max(0.0, 1.0 - 15.0 / max(int(max_epochs), 1))
 
     def on_train_begin(self, net, **kwargs):
-        self.average_ = None
-        self.averaged_ = False
-        self.losses_ = None
+        self._reset()
         self.decay_ = self.decay_for(net.max_epochs)
 
     def on_epoch_end(self, net, **kwargs):
@@ -295,16 +298,12 @@ class WeightAveraging(Callback):
 
 
 def _training_loss(net, X):
-    """The mean loss of the training batches of ``X``, without dropout."""
+    """The mean loss of the training batches of ``X``, without dropout (skorch's
+    ``validation_step``: eval mode, no gradients), the module's mode restored after."""
     training = net.module_.training
-    net.module_.eval()
-    total = count = 0.0
     try:
-        with torch.no_grad():
-            for Xi, yi in net.get_iterator(net.get_dataset(X), training=False):
-                y_pred = net.evaluation_step((Xi, yi), training=False)
-                total += float(net.get_loss(y_pred, yi, X=Xi, training=False))
-                count += 1
+        losses = [float(net.validation_step(batch)["loss"])
+                  for batch in net.get_iterator(net.get_dataset(X), training=False)]
     finally:
         net.module_.train(training)
-    return total / max(count, 1)
+    return sum(losses) / max(len(losses), 1)

@@ -226,6 +226,10 @@ def test_weight_averaging_decay(sequences):
     with pytest.raises(ValueError, match="WeightAveraging: 'compare' must be True or False; "
                                          "got 'yes'"):
         FlowformerClassifier(**FLOW, callbacks=[WeightAveraging(compare="yes")]).fit(X, y)
+    # numpy scalars are numbers and flags like any other
+    avg = WeightAveraging(np.float32(0.5), compare=np.bool_(False))
+    FlowformerClassifier(**FLOW, callbacks=[avg]).fit(X, y)
+    assert avg.decay_ == 0.5 and avg.averaged_ and avg.losses_ is None
 
 
 # -- persistence and pipelines --------------------------------------------------------------
