@@ -72,7 +72,7 @@ from ._engine import (  # noqa: F401  (re-exported for the estimators)
     out_of_memory_as,
     torch_seed,
 )
-from .callbacks import EpochScoring
+from .callbacks import EpochScoring, RestoreLowestLoss, WeightAveraging
 
 __all__ = [
     "TRAINING_PARAMETER_CONSTRAINTS",
@@ -721,6 +721,9 @@ class NeuralEstimatorBase(EstimatorBase):
             else:
                 self._train_inits(data, train, valid, train_ds, valid_ds, epochs)
                 self._network_params_ = self._network_parameters()
+            self.restored_epoch_ = next(
+                (cb.restored_epoch_ for _, cb in self.net_.callbacks_
+                 if isinstance(cb, RestoreLowestLoss)), None)
             self._finish_fit(data, train, valid)
         return self
 
@@ -913,11 +916,17 @@ class NeuralEstimatorBase(EstimatorBase):
                     sink=print if self.verbose > 1 else _silent,  # picklable, unlike a lambda
                 ),
             ))
+        user = [cb if isinstance(cb, tuple) else (f"user_{i}_{type(cb).__name__}", cb)
+                for i, cb in enumerate(self.callbacks or ())]
+        if not self.early_stopping_ and not any(
+                isinstance(cb, (WeightAveraging, RestoreLowestLoss)) for _, cb in [*cbs, *user]):
+            # without early stopping's best epoch (or an average of the last ones) the run
+            # ends on its last weights: undo a spike of the training loss at its end (a
+            # RestoreLowestLoss among the user's callbacks replaces this one)
+            cbs.append(("restore_lowest_loss", RestoreLowestLoss()))
         if self.verbose:
             cbs.append(("progress", EpochProgress()))
-        for i, cb in enumerate(self.callbacks or ()):
-            cbs.append(cb if isinstance(cb, tuple) else (f"user_{i}_{type(cb).__name__}", cb))
-        return cbs
+        return cbs + user
 
     def _make_net(self, module, train_ds, valid_ds):
         """Build (not train) the skorch net around an instantiated ``module``."""

@@ -53,7 +53,10 @@ early_stopping : bool or "auto"
     noise more often than it saves epochs and ``max_epochs`` with weight decay generalises
     better. :class:`~skdiff.DIFFormerRegressor` also turns it on when it trains without
     dropout on fully labelled rows, whose validation rows then calibrate its intervals.
-    ``early_stopping_`` holds the value used.
+    ``early_stopping_`` holds the value used. Without early stopping the last epoch's
+    weights predict, unless their training loss (without dropout) is more than 2 % above
+    that of the weights the epoch with the lowest training loss started from, which are
+    then restored (:class:`~skdiff.callbacks.RestoreLowestLoss`; ``restored_epoch_``).
 validation_fraction : float in (0, 1)
     Fraction of the candidate rows held out for early stopping, rounded up (as
     :func:`~sklearn.model_selection.train_test_split`). Ignored without
@@ -106,7 +109,10 @@ class_weight : dict, "balanced" or None
     scikit-learn's ``compute_sample_weight``). ``None``: every class weighs 1.
 callbacks : list of skorch callbacks or (name, callback) pairs, or None
     Extra skorch callbacks run during training, after the estimator's own (early
-    stopping, the non-finite-loss guard).
+    stopping, the non-finite-loss guard, :class:`~skdiff.callbacks.RestoreLowestLoss`).
+    A :class:`~skdiff.callbacks.RestoreLowestLoss` or
+    :class:`~skdiff.callbacks.WeightAveraging` here replaces the estimator's own
+    ``RestoreLowestLoss``.
 classes : array-like of shape (n_classes,) or None
     Every class label, for a first call whose ``y`` lacks some classes (scikit-learn's
     ``partial_fit`` convention): the output layer gets one unit per class and
@@ -121,6 +127,10 @@ history_ : skorch.History
 early_stopping_ : bool
     Whether early stopping was on in the last fit (``early_stopping`` with ``"auto"``
     resolved for that fit's labelled and validation rows).
+restored_epoch_ : int or None
+    The epoch whose starting weights the last fit ended on, where its last weights' training
+    loss had risen more than 2 % above theirs (see ``early_stopping``); ``None`` where the
+    last weights were kept.
 device_ : str
     The device the network is on.
 seed_ : int

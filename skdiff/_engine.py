@@ -6,6 +6,7 @@ Low-level pieces with no scikit-learn estimator in them, imported by the estimat
 * :class:`Net`, skorch's :class:`~skorch.NeuralNet` that pickles its network once, inside the
   device-mapped state skorch loads on a machine without CUDA;
 * :class:`FiniteLossGuard`, a callback that stops training on a non-finite loss;
+* :func:`training_loss`, a network's loss on its training rows without dropout;
 * :func:`torch_seed` and :func:`draw_seed`, seeding that leaves the caller's RNG untouched;
 * :func:`atomic_write`, the write-then-rename used for every file the package writes;
 * :func:`first_item`, the ``collate_fn`` of datasets whose items are whole batches;
@@ -42,6 +43,7 @@ __all__ = [
     "first_item",
     "out_of_memory_as",
     "torch_seed",
+    "training_loss",
 ]
 
 #: Seeds are drawn in [0, SEED_BOUND): a valid seed for numpy, torch and every int32 API.
@@ -149,6 +151,18 @@ class FiniteLossGuard(Callback):
                 f"(currently {net.lr}), raise 'weight_decay', or check the inputs for extreme "
                 "values."
             )
+
+
+def training_loss(net, X):
+    """The mean loss of the training batches of ``X``, without dropout (skorch's
+    ``validation_step``: eval mode, no gradients), the module's mode restored after."""
+    training = net.module_.training
+    try:
+        losses = [float(net.validation_step(batch)["loss"])
+                  for batch in net.get_iterator(net.get_dataset(X), training=False)]
+    finally:
+        net.module_.train(training)
+    return sum(losses) / max(len(losses), 1)
 
 
 class StartAsEpochZero(Callback):

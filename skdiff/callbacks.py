@@ -23,7 +23,9 @@ from sklearn.base import BaseEstimator, ClassifierMixin, RegressorMixin
 from sklearn.metrics import get_scorer
 from skorch.callbacks import Callback
 
-__all__ = ["EpochScoring", "WeightAveraging"]
+from ._engine import training_loss
+
+__all__ = ["EpochScoring", "RestoreLowestLoss", "WeightAveraging"]
 
 
 class _Classified(ClassifierMixin, BaseEstimator):
@@ -286,9 +288,9 @@ class WeightAveraging(Callback):
             return  # nothing trained, or nothing averaged: the last weights
         if self.compare and X is not None:
             last = {k: v.detach().clone() for k, v in net.module_.state_dict().items()}
-            loss_last = _training_loss(net, X)
+            loss_last = training_loss(net, X)
             net.module_.load_state_dict(average)
-            self.losses_ = (loss_last, _training_loss(net, X))
+            self.losses_ = (loss_last, training_loss(net, X))
             if self.losses_[1] > loss_last:
                 net.module_.load_state_dict(last)
                 return
@@ -297,13 +299,107 @@ class WeightAveraging(Callback):
         self.averaged_ = True
 
 
-def _training_loss(net, X):
-    """The mean loss of the training batches of ``X``, without dropout (skorch's
-    ``validation_step``: eval mode, no gradients), the module's mode restored after."""
-    training = net.module_.training
-    try:
-        losses = [float(net.validation_step(batch)["loss"])
-                  for batch in net.get_iterator(net.get_dataset(X), training=False)]
-    finally:
-        net.module_.train(training)
-    return sum(losses) / max(len(losses), 1)
+class RestoreLowestLoss(Callback):
+    """End a run without early stopping on the weights of its lowest training loss when the
+    last weights' is clearly higher.
+
+    Full-batch Adam at a constant learning rate can end a run in a spike: the last few
+    updates throw the weights out of the minimum they had reached (the training loss of the
+    last weights many times that of a few epochs before), and without early stopping those
+    are the weights that predict. An epoch's recorded training loss is measured while it
+    trains, on the weights as the epoch starts, so the weights at the start of every epoch
+    are copied and those of the epoch with the lowest recorded loss are kept aside. When
+    the run ends, the training loss of the last weights and that of the kept ones are
+    computed on the training rows without dropout (one forward pass each), and the kept
+    weights replace the last ones if the last weights' loss is above theirs by more than
+    ``tolerance`` times its magnitude: differences within that are the epoch-to-epoch noise
+    of a run that has settled, where the last weights serve as well as any. A run of one
+    epoch (``partial_fit``) keeps its weights.
+
+    Every estimator adds one to a fit that trains without early stopping and without
+    :class:`WeightAveraging` (each of which chooses the weights that predict in its own
+    way), and records the outcome in ``restored_epoch_``. One among ``callbacks`` takes its
+    place: ``callbacks=[RestoreLowestLoss(tolerance=np.inf)]`` keeps the last weights.
+
+    Parameters
+    ----------
+    tolerance : float, default=0.02
+        How far (relative) the last weights' training loss may exceed the lowest epoch's
+        before that epoch's weights are restored.
+
+    Attributes
+    ----------
+    restored_epoch_ : int or None
+        The epoch (as numbered in the history) whose starting weights the last run ended
+        on; ``None`` where it kept its last weights.
+    losses_ : tuple of float or None
+        (last weights, lowest epoch's weights): the training losses compared at the end of
+        the last run; ``None`` where nothing was compared.
+
+    See Also
+    --------
+    WeightAveraging : predict with an average of the last epochs' weights instead.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from sklearn.datasets import load_iris
+    >>> from skdiff import DIFFormerClassifier
+    >>> from skdiff.callbacks import RestoreLowestLoss
+    >>> X, y = load_iris(return_X_y=True)
+    >>> clf = DIFFormerClassifier(n_layers=1, max_epochs=30, random_state=0).fit(X, y)
+    >>> clf.restored_epoch_ is None  # the last weights had the lowest training loss
+    True
+    >>> keep_last = RestoreLowestLoss(tolerance=np.inf)
+    >>> clf = DIFFormerClassifier(n_layers=1, max_epochs=30, random_state=0,
+    ...                           callbacks=[keep_last]).fit(X, y)
+    >>> keep_last.restored_epoch_ is None and clf.restored_epoch_ is None
+    True
+    """
+
+    def __init__(self, tolerance=0.02):
+        self.tolerance = tolerance
+
+    def initialize(self):
+        tol = self.tolerance
+        if not (isinstance(tol, numbers.Real) and not isinstance(tol, (bool, np.bool_))
+                and tol >= 0):
+            raise ValueError(f"RestoreLowestLoss: 'tolerance' must be a number >= 0 (np.inf: "
+                             f"always keep the last weights); got {tol!r}.")
+        self._reset()
+        return self
+
+    def _reset(self):
+        self.restored_epoch_ = None
+        self.losses_ = None
+        self._candidate = self._best = None
+        self._best_loss, self._best_epoch, self._epochs = np.inf, None, 0
+
+    def on_train_begin(self, net, **kwargs):
+        self._reset()
+
+    def on_epoch_begin(self, net, **kwargs):
+        with torch.no_grad():
+            self._candidate = {k: v.detach().clone() for k, v in net.module_.state_dict().items()}
+
+    def on_epoch_end(self, net, **kwargs):
+        self._epochs += 1
+        loss = net.history[-1].get("train_loss")
+        if loss is not None and loss < self._best_loss:
+            self._best_loss, self._best_epoch = float(loss), net.history[-1]["epoch"]
+            self._best = self._candidate
+
+    def on_train_end(self, net, X=None, **kwargs):
+        best, epoch, epochs = self._best, self._best_epoch, self._epochs
+        self._candidate = self._best = None  # no second copy of the weights in a pickle
+        if best is None or epochs < 2 or X is None:
+            return
+        last = {k: v.detach().clone() for k, v in net.module_.state_dict().items()}
+        loss_last = training_loss(net, X)
+        net.module_.load_state_dict(best)
+        loss_best = training_loss(net, X)
+        self.losses_ = (loss_last, loss_best)
+        if loss_last - loss_best > self.tolerance * abs(loss_best):
+            self.restored_epoch_ = int(epoch)
+        else:
+            net.module_.load_state_dict(last)

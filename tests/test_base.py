@@ -131,6 +131,70 @@ def test_user_callbacks_run(data):
     assert cb.n == 4
 
 
+class _SpikeAtTheEnd(Callback):
+    """Throws the weights far off after the last epoch's loss is recorded: the spike that
+    full-batch Adam can end a run in, made certain."""
+
+    def on_epoch_end(self, net, **kwargs):
+        if len(net.history) == net.max_epochs:
+            gen = torch.Generator().manual_seed(0)  # not the training's random stream
+            with torch.no_grad():
+                for p in net.module_.parameters():
+                    p.add_(5.0 * torch.randn(p.shape, generator=gen))
+
+
+class _StartingWeights(Callback):
+    """The weights every epoch starts from."""
+
+    def initialize(self):
+        self.states = []
+        return self
+
+    def on_epoch_begin(self, net, **kwargs):
+        self.states.append({k: v.clone() for k, v in net.module_.state_dict().items()})
+
+
+def test_a_spike_at_the_end_of_a_run_is_undone(data):
+    from skdiff.callbacks import RestoreLowestLoss
+
+    X, y = data
+    names = lambda est: dict(est.net_.callbacks_)  # noqa: E731
+    starts = _StartingWeights()
+    clean = _TinyRegressor(max_epochs=30, random_state=0, callbacks=[starts]).fit(X, y)
+    assert "restore_lowest_loss" in names(clean) and clean.restored_epoch_ is None
+    spiked = _TinyRegressor(max_epochs=30, random_state=0, callbacks=[_SpikeAtTheEnd()])
+    spiked.fit(X, y)
+    # the run ends on the weights the epoch with the lowest recorded loss started from,
+    # exactly those of the same run without the spike
+    epoch = spiked.restored_epoch_
+    losses = spiked.history_[:, "train_loss"]
+    assert epoch == 1 + int(np.argmin(losses))
+    state = spiked.module_.state_dict()
+    assert all(torch.equal(state[k], starts.states[epoch - 1][k]) for k in state)
+    last, best = names(spiked)["restore_lowest_loss"].losses_
+    assert last > 10 * best
+    mse = lambda est: np.mean((est.predict(X) - y) ** 2)  # noqa: E731
+    assert mse(spiked) < 2 * mse(clean)
+    # a RestoreLowestLoss of the user's replaces the estimator's; np.inf keeps the last weights
+    keep_last = RestoreLowestLoss(tolerance=np.inf)
+    kept = _TinyRegressor(max_epochs=30, random_state=0,
+                          callbacks=[_SpikeAtTheEnd(), keep_last]).fit(X, y)
+    assert "restore_lowest_loss" not in names(kept) and kept.restored_epoch_ is None
+    assert keep_last.losses_[0] > 10 * keep_last.losses_[1]
+    assert mse(kept) > 10 * mse(spiked)
+    # early stopping restores its own best epoch; a run of one epoch keeps its weights
+    stopped = _TinyRegressor(max_epochs=30, early_stopping=True, random_state=0).fit(X, y)
+    assert "restore_lowest_loss" not in names(stopped) and stopped.restored_epoch_ is None
+    once = _TinyRegressor(max_epochs=1, random_state=0, callbacks=[_SpikeAtTheEnd()])
+    assert once.fit(X, y).restored_epoch_ is None
+    assert names(once)["restore_lowest_loss"].losses_ is None
+    # no copy of the weights stays behind to travel in a pickle
+    cb = names(spiked)["restore_lowest_loss"]
+    assert cb._best is None and cb._candidate is None
+    with pytest.raises(ValueError, match="'tolerance' must be a number >= 0.*got -1"):
+        _TinyRegressor(callbacks=[RestoreLowestLoss(tolerance=-1)]).fit(X, y)
+
+
 def test_pickle_round_trip(data):
     X, y = data
     est = _TinyRegressor(random_state=0).fit(X, y)

@@ -86,7 +86,7 @@ def test_an_average_with_a_higher_training_loss_is_not_kept():
     from sklearn.datasets import make_hastie_10_2
     from sklearn.model_selection import train_test_split
 
-    from skdiff.callbacks import WeightAveraging
+    from skdiff.callbacks import RestoreLowestLoss, WeightAveraging
 
     X, y = make_hastie_10_2(n_samples=1000, random_state=606)
     Xtr, Xte, ytr, yte = train_test_split(X, (y > 0).astype(int), test_size=0.25,
@@ -95,7 +95,8 @@ def test_an_average_with_a_higher_training_loss_is_not_kept():
     def fit(**kwargs):
         return DIFFormerClassifier(random_state=0, device="cpu", **kwargs).fit(Xtr, ytr)
 
-    last = fit(weight_averaging=False).score(Xte, yte)
+    last = fit(weight_averaging=False,
+               callbacks=[RestoreLowestLoss(tolerance=np.inf)]).score(Xte, yte)
     blind = fit(weight_averaging=False,
                 callbacks=[WeightAveraging(0.98, compare=False)]).score(Xte, yte)
     guard = WeightAveraging(0.98)
@@ -105,6 +106,21 @@ def test_an_average_with_a_higher_training_loss_is_not_kept():
     assert guarded == last
     default = fit(weight_averaging=True)
     assert default.weights_averaged_ and default.score(Xte, yte) >= last
+
+
+@pytest.mark.parametrize("seed", [0, 2])
+def test_the_defaults_do_not_end_on_a_spike_of_the_training_loss(seed):
+    # full-batch Adam ends these runs (300 epochs at lr 3e-3) in a spike of the training
+    # loss: the last weights scored 0.725 (seed 0) and 0.78 (seed 2) on the training rows
+    # themselves; the weights of the epoch with the lowest training loss are restored
+    from sklearn.datasets import make_classification
+    from sklearn.model_selection import train_test_split
+
+    X, y = make_classification(400, n_features=10, n_informative=2, n_redundant=2,
+                               random_state=0)
+    Xtr, Xte, ytr, yte = train_test_split(X, y, test_size=0.5, random_state=0, stratify=y)
+    clf = DIFFormerClassifier(random_state=seed, device="cpu").fit(Xtr, ytr)
+    assert clf.score(Xtr, ytr) >= 0.95 and clf.score(Xte, yte) >= 0.8
 
 
 def test_tabular_semi_supervised_and_string_classes(digits):
@@ -393,13 +409,15 @@ def test_auto_dropout_is_off_for_fully_labelled_rows_only(planted):
 
 
 def test_auto_dropout_fits_nonlinear_fully_labelled_data():
-    """Two noisy concentric circles, every row labelled: with dropout 0.2 on every layer the
-    network underfit (test accuracy 0.73 with the defaults); ``"auto"`` trains it without
-    dropout and separates them as well as gradient boosting (0.99)."""
+    """Two noisy concentric circles, every row labelled (the defaults benchmark's circles
+    row): with dropout 0.2 on every layer the network underfits (test accuracy 0.72);
+    ``"auto"`` trains it without dropout and separates them as well as gradient boosting
+    (0.99)."""
     from sklearn.datasets import make_circles
+    from sklearn.model_selection import train_test_split
 
-    X, y = make_circles(1000, noise=0.1, factor=0.5, random_state=1)
-    Xtr, Xte, ytr, yte = X[:750], X[750:], y[:750], y[750:]
+    X, y = make_circles(1000, noise=0.1, factor=0.5, random_state=404)
+    Xtr, Xte, ytr, yte = train_test_split(X, y, test_size=0.25, random_state=0, stratify=y)
     auto = DIFFormerClassifier(random_state=0, device="cpu").fit(Xtr, ytr)
     assert auto.score(Xte, yte) > 0.97
     old = DIFFormerClassifier(dropout=0.2, random_state=0, device="cpu").fit(Xtr, ytr)
