@@ -824,8 +824,7 @@ class NDPRegressor(RegressorMixin, EstimatorBase):
         offset, scale = self._input_map(np.concatenate([C, X]))
         Zc, Z = (C - offset) * scale, (X - offset) * scale
         lo, hi = (float(v) for v in self.prior_config_.domain)
-        pad = 0.25 * (hi - lo) / 2
-        if Z.size and (Z.min() < lo - pad or Z.max() > hi + pad):
+        if self._far_outside(Z).any():
             warnings.warn(
                 "Some query points lie far outside 'x_bounds' (mapped to "
                 f"[{Z.min():.2f}, {Z.max():.2f}], the prior was trained on [{lo:g}, {hi:g}]); "
@@ -835,6 +834,13 @@ class NDPRegressor(RegressorMixin, EstimatorBase):
                     "Widen 'x_bounds', or leave it None to map each call's query points into "
                     "the domain."), UserWarning, stacklevel=3)
         return Zc, Z, X
+
+    def _far_outside(self, Z):
+        """Which mapped rows of ``Z`` lie farther outside the prior's domain than a quarter
+        of its half-width (the extrapolations ``_check_X`` warns of)."""
+        lo, hi = (float(v) for v in self.prior_config_.domain)
+        pad = 0.25 * (hi - lo) / 2
+        return ((Z < lo - pad) | (Z > hi + pad)).any(axis=1)
 
     def _eps_model(self):
         module = self.module_
@@ -885,6 +891,24 @@ class NDPRegressor(RegressorMixin, EstimatorBase):
         return rng.permutation(np.sqrt(nu / chi2.ppf(q, nu)))
 
     def _sample_std(self, Zc, Z, X, n_samples, seed):
+        """Standardised posterior samples at mapped inputs ``Z`` (the rows ``X``) given the
+        mapped context ``Zc``: (n_X, n_samples), joint over the rows (:meth:`_joint_std`)
+        but for those far outside the domain.
+
+        Rows far outside the prior's domain (``_far_outside``) are drawn jointly among
+        themselves, apart from the others, with the same seed (so the same amplitude,
+        trend and context draws per sample): the network has never seen inputs there, and
+        through its attention across points they would change the draws at every other
+        row of the call. The rows inside are then drawn as in a call without them."""
+        far = self._far_outside(Z)
+        if not far.any() or far.all():
+            return self._joint_std(Zc, Z, X, n_samples, seed)
+        ys = np.empty((Z.shape[0], int(n_samples)))
+        for rows in (~far, far):
+            ys[rows] = self._joint_std(Zc, Z[rows], X[rows], n_samples, seed)
+        return ys
+
+    def _joint_std(self, Zc, Z, X, n_samples, seed):
         """Joint standardised posterior samples at mapped inputs ``Z`` (the rows ``X``)
         given the mapped context ``Zc``: (n_X, n_samples). With a context-estimated
         amplitude, sample ``s`` conditions on the context divided by its factor ``r_s``
@@ -954,7 +978,10 @@ class NDPRegressor(RegressorMixin, EstimatorBase):
         """Joint samples of the function at ``X`` given the training data.
 
         Samples of noisy observations :math:`y_*` (the prior's observation noise included),
-        joint over all rows of ``X`` (one sampler run), in the units of ``y``.
+        joint over all rows of ``X`` (one sampler run), in the units of ``y``. Rows far
+        outside the prior's domain (with ``x_bounds``; they warn) are drawn jointly among
+        themselves, apart from the others, so that they leave the draws at the other rows
+        as they are without them.
 
         Parameters
         ----------

@@ -34,6 +34,25 @@ def fitted(data):
     return NDPRegressor(random_state=0, x_bounds=(-2, 2), **FAST).fit(X, y)
 
 
+def test_a_query_far_outside_x_bounds_leaves_the_other_rows_as_they_are(fitted, data):
+    # through the network's attention across points, one row far outside the domain used to
+    # change the prediction at every other row of the call (a mean moved by its std and
+    # more); it is now drawn apart, and the rows inside come out as without it
+    _, _, Xt, _ = data
+    inside = Xt[:3]
+    mean, std = fitted.predict(inside, return_std=True)
+    draws = fitted.sample_posterior(inside, n_samples=4, random_state=1)
+    mixed = np.insert(inside, 1, [[30.0]], axis=0)
+    with pytest.warns(UserWarning, match="far outside 'x_bounds'"):
+        mean_m, std_m = fitted.predict(mixed, return_std=True)
+    with pytest.warns(UserWarning, match="far outside 'x_bounds'"):
+        draws_m = fitted.sample_posterior(mixed, n_samples=4, random_state=1)
+    keep = [0, 2, 3]
+    for got, want in ((mean_m[keep], mean), (std_m[keep], std), (draws_m[keep], draws)):
+        np.testing.assert_allclose(got, want, rtol=1e-12, atol=1e-12)
+    assert np.isfinite(mean_m[1]) and std_m[1] > 0
+
+
 def test_shapes_and_gpr_contract(fitted, data):
     _, _, Xt, _ = data
     mean = fitted.predict(Xt)
