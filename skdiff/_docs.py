@@ -54,7 +54,7 @@ early_stopping : bool or "auto"
     better. :class:`~skdiff.DIFFormerRegressor` also turns it on when it trains without
     dropout on fully labelled rows, whose validation rows then calibrate its intervals.
     ``early_stopping_`` holds the value used. Without early stopping the last epoch's
-    weights predict, unless their training loss (without dropout) is more than 2 % above
+    weights predict, unless their training loss (without dropout) is more than 0.01 above
     that of the weights the epoch with the lowest training loss started from, which are
     then restored (:class:`~skdiff.callbacks.RestoreLowestLoss`; ``restored_epoch_``).
 validation_fraction : float in (0, 1)
@@ -129,7 +129,7 @@ early_stopping_ : bool
     resolved for that fit's labelled and validation rows).
 restored_epoch_ : int or None
     The epoch whose starting weights the last fit ended on, where its last weights' training
-    loss had risen more than 2 % above theirs (see ``early_stopping``); ``None`` where the
+    loss had risen more than 0.01 above theirs (see ``early_stopping``); ``None`` where the
     last weights were kept.
 device_ : str
     The device the network is on.

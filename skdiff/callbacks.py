@@ -312,9 +312,11 @@ class RestoreLowestLoss(Callback):
     the run ends, the training loss of the last weights and that of the kept ones are
     computed on the training rows without dropout (one forward pass each), and the kept
     weights replace the last ones if the last weights' loss is above theirs by more than
-    ``tolerance`` times its magnitude: differences within that are the epoch-to-epoch noise
-    of a run that has settled, where the last weights serve as well as any. A run of one
-    epoch (``partial_fit``) keeps its weights.
+    ``tolerance``. Differences within that are the epoch-to-epoch noise of a run that has
+    settled, where the last weights serve as well as any: with a few labelled rows the
+    training loss falls to a few thousandths of a nat, and its ups and downs there say
+    nothing about the weights' predictions on the other rows. A run of one epoch
+    (``partial_fit``) keeps its weights.
 
     Every estimator adds one to a fit that trains without early stopping and without
     :class:`WeightAveraging` (each of which chooses the weights that predict in its own
@@ -323,9 +325,11 @@ class RestoreLowestLoss(Callback):
 
     Parameters
     ----------
-    tolerance : float, default=0.02
-        How far (relative) the last weights' training loss may exceed the lowest epoch's
-        before that epoch's weights are restored.
+    tolerance : float, default=0.01
+        How far the last weights' training loss may exceed the lowest epoch's before that
+        epoch's weights are restored, in the loss's units: nats per row for the
+        classifiers' cross-entropy and for the regressors' Gaussian negative
+        log-likelihood of standardised targets.
 
     Attributes
     ----------
@@ -357,7 +361,7 @@ class RestoreLowestLoss(Callback):
     True
     """
 
-    def __init__(self, tolerance=0.02):
+    def __init__(self, tolerance=0.01):
         self.tolerance = tolerance
 
     def initialize(self):
@@ -399,7 +403,7 @@ class RestoreLowestLoss(Callback):
         net.module_.load_state_dict(best)
         loss_best = training_loss(net, X)
         self.losses_ = (loss_last, loss_best)
-        if loss_last - loss_best > self.tolerance * abs(loss_best):
+        if loss_last - loss_best > self.tolerance:
             self.restored_epoch_ = int(epoch)
         else:
             net.module_.load_state_dict(last)
