@@ -6,6 +6,8 @@ count. skorch's own :class:`skorch.callbacks.EpochScoring` would score every row
 network outputs against that dict; :class:`EpochScoring` here takes the same arguments and
 scores the rows that count, with their weights, through a scikit-learn scorer.
 :class:`WeightAveraging` predicts with a moving average of the weights over the epochs.
+:class:`RestoreLowestLoss`, which every estimator adds to a fit without early stopping,
+undoes a spike of the training loss at the end of a run.
 
 Every other skorch callback (``Checkpoint``, ``LRScheduler``, ``EarlyStopping``,
 ``GradientNormClipping``, ``ProgressBar``, loggers such as ``TensorBoard`` or

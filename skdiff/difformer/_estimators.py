@@ -828,15 +828,16 @@ class DIFFormerClassifier(ClassifierTask, _DIFFormerBase):
         Where training runs all its epochs (no early stopping: the default below 10,000
         labelled rows), predict with an exponential moving average of the weights over
         about the last twentieth of the epochs (:class:`skdiff.callbacks.WeightAveraging`,
-        decay ``1 - 15 / max_epochs``) instead of the last epoch's, unless the average has
+        decay ``1 - 15 / max_epochs``) instead of the last epoch's (or those
+        :class:`~skdiff.callbacks.RestoreLowestLoss` restores), unless the average has
         the higher training loss without dropout (a run that still learnt late): that
         weighs against where in the noise of the last epochs the run happened to stop.
         ``weights_averaged_`` records the outcome. With early stopping the best epoch's
         weights are kept and nothing is averaged. It lowers the spread over seeds on Cora
-        (test accuracy 0.815 ± 0.008 against 0.812 ± 0.012) and helped a little on the
-        development rows of the defaults benchmark, but lost 3 to 8 points on three of its
-        held-out semi-supervised rows with few labels, so it is not the default (see the
-        user guide).
+        (test accuracy 0.815 ± 0.008 against 0.812 ± 0.011), made no difference on
+        average on the development rows of the defaults benchmark and lost 3 to 8 points
+        on three of its held-out semi-supervised rows with few labels, so it is not the
+        default (see the user guide).
     %(training_parameters)s
 
     Attributes
