@@ -1151,9 +1151,9 @@ class DIFFormerRegressor(RegressorTask, _DIFFormerBase):
         validation rows).
         On contextual stochastic block models (2,000 nodes, 100 of them labelled, homophily
         0.2 to 0.9, 16 graphs) the fallback chose the ridge in 15 fits; the squared error on
-        the unlabelled nodes was 0.70 times the network's alone (geometric mean, 0.55-1.06)
+        the unlabelled nodes was 0.71 times the network's alone (geometric mean, 0.56-1.02)
         and 0.86 times the better of a ridge on the features and one on their SGC average
-        (worst 1.22, where the network was kept), where the network alone had 1.23 times
+        (worst 1.18, where the network was kept), where the network alone had 1.21 times
         it (``benchmarks/difformer_regression.py --task csbm``).
     uncertainty : {"gaussian", "mc_dropout"}, default="gaussian"
         What ``predict(return_std=True)`` and :meth:`sample_posterior` represent.
