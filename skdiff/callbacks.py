@@ -354,7 +354,7 @@ class RestoreLowestLoss(Callback):
     >>> from skdiff.callbacks import RestoreLowestLoss
     >>> X, y = load_iris(return_X_y=True)
     >>> clf = DIFFormerClassifier(n_layers=1, max_epochs=30, random_state=0).fit(X, y)
-    >>> clf.restored_epoch_ is None  # the last weights had the lowest training loss
+    >>> clf.restored_epoch_ is None  # no spike at the end: the last weights predict
     True
     >>> keep_last = RestoreLowestLoss(tolerance=np.inf)
     >>> clf = DIFFormerClassifier(n_layers=1, max_epochs=30, random_state=0,
