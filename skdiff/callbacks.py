@@ -25,6 +25,7 @@ from sklearn.base import BaseEstimator, ClassifierMixin, RegressorMixin
 from sklearn.metrics import get_scorer
 from skorch.callbacks import Callback
 
+from ._checks import Interval
 from ._engine import training_loss
 
 __all__ = ["EpochScoring", "RestoreLowestLoss", "WeightAveraging"]
@@ -235,9 +236,8 @@ class WeightAveraging(Callback):
 
     def initialize(self):
         decay = self.decay
-        if not (isinstance(decay, str) and decay == "auto" or (
-                isinstance(decay, numbers.Real) and not isinstance(decay, (bool, np.bool_))
-                and 0 <= decay < 1)):
+        if not (isinstance(decay, str) and decay == "auto"
+                or Interval(numbers.Real, 0, 1, closed="left").is_satisfied_by(decay)):
             raise ValueError(f"WeightAveraging: 'decay' must be 'auto' or a number in [0, 1); "
                              f"got {decay!r}.")
         if not isinstance(self.compare, (bool, np.bool_)):
@@ -367,11 +367,10 @@ class RestoreLowestLoss(Callback):
         self.tolerance = tolerance
 
     def initialize(self):
-        tol = self.tolerance
-        if not (isinstance(tol, numbers.Real) and not isinstance(tol, (bool, np.bool_))
-                and tol >= 0):
+        if not Interval(numbers.Real, 0, np.inf, closed="both").is_satisfied_by(
+                self.tolerance):
             raise ValueError(f"RestoreLowestLoss: 'tolerance' must be a number >= 0 (np.inf: "
-                             f"always keep the last weights); got {tol!r}.")
+                             f"always keep the last weights); got {self.tolerance!r}.")
         self._reset()
         return self
 
