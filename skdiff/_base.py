@@ -71,6 +71,7 @@ from ._engine import (  # noqa: F401  (re-exported for the estimators)
     first_item,
     out_of_memory_as,
     torch_seed,
+    training_loss,
 )
 from .callbacks import EpochScoring, RestoreLowestLoss, WeightAveraging
 
@@ -811,7 +812,10 @@ class NeuralEstimatorBase(EstimatorBase):
 
         The first seed is the fit seed (so ``n_init=1`` is a plain fit); the others are drawn
         from it. The score is the best early-stopping score on the validation rows, or
-        without them the last epoch's training loss; lower is better in ``init_scores_``.
+        without them the training loss without dropout of the weights the run ends on (those
+        :class:`~skdiff.callbacks.RestoreLowestLoss` or weight averaging kept, else the
+        last): an epoch's recorded loss is measured with dropout on the weights before its
+        updates. Lower is better in ``init_scores_``.
         """
         n_init = getattr(self, "n_init", 1)
         seeds = [self.seed_] + np.random.RandomState(self.seed_).randint(
@@ -833,8 +837,10 @@ class NeuralEstimatorBase(EstimatorBase):
                 kept = (min(values) if lower else max(values)) if self.early_stopping_ \
                     else values[-1]
                 score = float(kept if lower else -kept)
+            elif done:  # the weights the run ends on (restored, averaged or the last ones)
+                score = training_loss(self.net_, train_ds)
             else:
-                score = float(done[-1]["train_loss"]) if done else np.inf
+                score = np.inf
             scores.append(score)
             if best is None or score < best[0]:
                 best = (score, self.seed_, self.net_, self.module_, self.history_)

@@ -66,9 +66,10 @@ n_iter_no_change : int
 n_init : int
     Networks trained from different random initialisations (the first from the fit seed,
     the others from seeds drawn from it); the one with the best validation score
-    (without validation rows: the lowest final training loss) is kept, as ``KMeans``
-    keeps the best of its ``n_init`` runs. Costs ``n_init`` fits; ``init_scores_`` holds
-    every score. A warm start or ``partial_fit`` continues the kept network.
+    (without validation rows: the lowest training loss, without dropout, of the weights
+    each run ends on) is kept, as ``KMeans`` keeps the best of its ``n_init`` runs. Costs
+    ``n_init`` fits; ``init_scores_`` holds every score. A warm start or ``partial_fit``
+    continues the kept network.
 warm_start : bool
     Continue training the fitted network (keeping its scalers and classes) on the next
     ``fit``, with the current training parameters (``max_epochs``, ``lr``,

@@ -195,6 +195,42 @@ def test_a_spike_at_the_end_of_a_run_is_undone(data):
         _TinyRegressor(callbacks=[RestoreLowestLoss(tolerance=-1)]).fit(X, y)
 
 
+class _SpikeTheFirstRun(_SpikeAtTheEnd):
+    """Spikes the end of the first training it sees only (the first of ``n_init``)."""
+
+    def __init__(self):
+        self.runs = 0
+
+    def on_train_begin(self, net, **kwargs):
+        self.runs += 1
+
+    def on_epoch_end(self, net, **kwargs):
+        if self.runs == 1:
+            super().on_epoch_end(net, **kwargs)
+
+
+def test_n_init_scores_the_weights_each_run_ends_on(data):
+    from skdiff.callbacks import RestoreLowestLoss
+
+    X, y = data
+    # the first run ends on spiked weights (kept: tolerance inf) after an ordinary last
+    # recorded loss; its score is the loss of those weights, so the second run is kept
+    keep_last = RestoreLowestLoss(tolerance=np.inf)
+    est = _TinyRegressor(max_epochs=30, n_init=2, random_state=0,
+                         callbacks=[_SpikeTheFirstRun(), keep_last]).fit(X, y)
+    assert est.init_scores_[0] > 10 * est.init_scores_[1]
+    assert est.seed_ != _TinyRegressor(random_state=0).fit(X, y).seed_
+    # the score is the training loss without dropout of the weights kept
+    assert est.init_scores_[1] == pytest.approx(keep_last.losses_[0], rel=1e-6)
+    # with the estimator's own restorer the spiked run is restored and scored as restored
+    restored = _TinyRegressor(max_epochs=30, n_init=2, random_state=0,
+                              callbacks=[_SpikeTheFirstRun()]).fit(X, y)
+    first = _TinyRegressor(max_epochs=30, random_state=0, callbacks=[_SpikeAtTheEnd()])
+    first.fit(X, y)
+    _, loss_restored = dict(first.net_.callbacks_)["restore_lowest_loss"].losses_
+    assert restored.init_scores_[0] == pytest.approx(loss_restored, rel=1e-6)
+
+
 def test_pickle_round_trip(data):
     X, y = data
     est = _TinyRegressor(random_state=0).fit(X, y)

@@ -861,7 +861,7 @@ class DIFFormerClassifier(ClassifierTask, _DIFFormerBase):
     %(input_attributes)s
     init_scores_ : ndarray of shape (n_init,)
         Minus the best validation score of every initialisation (lower is better; without
-        validation rows, the final training loss).
+        validation rows, the training loss, without dropout, of the weights it ends on).
     %(network_attributes)s
 
     Notes
@@ -1202,8 +1202,8 @@ class DIFFormerRegressor(RegressorTask, _DIFFormerBase):
         standardised targets); ``None`` when it was off.
     %(input_attributes)s
     init_scores_ : ndarray of shape (n_init,)
-        Best validation loss of every initialisation (without validation rows, the final
-        training loss).
+        Best validation loss of every initialisation (without validation rows, the training
+        loss, without dropout, of the weights it ends on).
     %(network_attributes)s
 
     See Also

@@ -135,8 +135,8 @@ x_scale_ : ndarray of shape (C,)
 adjacency_ : ndarray of shape (C, C) or None
     The normalised channel graph :math:`\\hat D^{-1/2}(A+I)\\hat D^{-1/2}` in use.
 init_scores_ : ndarray of shape (n_init,)
-    Best validation loss (without validation rows: final training loss) of every
-    initialisation; the kept network is the argmin.
+    Best validation loss (without validation rows: the training loss, without dropout,
+    of the weights it ends on) of every initialisation; the kept network is the argmin.
 X : array-like of shape (n_samples, length) or (n_samples, length, n_channels)
     Sequences, one per row, all of the length seen in ``fit`` (a 3-D array in the axis
     order of ``layout``); standardised inside with the per-channel statistics of ``fit``.

@@ -80,9 +80,12 @@ def test_n_init_keeps_the_initialisation_with_the_lowest_validation_loss():
     k = int(np.argmin(best.init_scores_))
     assert (best.seed_ == one.seed_) == (k == 0)
     assert np.array_equal(best.predict(X[:5]), one.predict(X[:5])) == (k == 0)
-    # without validation rows: the last epoch's training loss; the classifier too
+    # without validation rows: the training loss without dropout of the weights kept (the
+    # last or the restored ones, as the restorer measured them); the classifier too
     no_val = FlowformerRegressor(**FAST, early_stopping=False, n_init=2).fit(X, y)
-    assert no_val.history_[-1, "train_loss"] == pytest.approx(no_val.init_scores_.min())
+    last, best = dict(no_val.net_.callbacks_)["restore_lowest_loss"].losses_
+    kept = last if no_val.restored_epoch_ is None else best
+    assert no_val.init_scores_.min() == pytest.approx(kept, rel=1e-6)
     Xb, labels = _bumps(80)
     clf = FlowformerClassifier(**FAST, n_init=2).fit(Xb, labels)
     assert clf.init_scores_.shape == (2,) and clf.predict(Xb[:3]).shape == (3,)
