@@ -838,7 +838,8 @@ class NeuralEstimatorBase(EstimatorBase):
                     else values[-1]
                 score = float(kept if lower else -kept)
             elif done:  # the weights the run ends on (restored, averaged or the last ones)
-                score = training_loss(self.net_, train_ds)
+                with self._rng():  # a DataLoader's iterator draws from the global stream
+                    score = training_loss(self.net_, train_ds)
             else:
                 score = np.inf
             scores.append(score)
