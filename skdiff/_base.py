@@ -1030,8 +1030,9 @@ class NeuralEstimatorBase(EstimatorBase):
         Two signs, checked on the weights that training kept (early stopping's best epoch, or
         the last): a training loss (the median of the three epochs from the kept one on) that
         rose above where this call started by more than the first epoch's magnitude (for a
-        positive loss: more than doubled) and by more than ``1e-3``, or weights that
-        grew a thousandfold. A non-finite loss stops training
+        positive loss: more than doubled) and by more than ``1e-3`` and three times the
+        median change between consecutive epochs (counted up to 1), or weights that grew a
+        thousandfold. A non-finite loss stops training
         as it happens (:class:`~skdiff._engine.FiniteLossGuard`).
         """
         # complete epochs only: an interrupt in the middle of one leaves it without a loss
@@ -1056,8 +1057,13 @@ class NeuralEstimatorBase(EstimatorBase):
         first, last = losses[0], float(np.median(losses[lo:lo + 3]))
         scale = _max_abs_weight(self.module_)
         # losses may be negative (a Gaussian NLL); they are of standardised targets, so a
-        # rise below 1e-3 is noise, however close to 0 the first epoch's loss was
-        if last - first > abs(first) + _DIVERGENCE_FLOOR:
+        # rise below 1e-3 is noise, however close to 0 the first epoch's loss was. Nor is a
+        # rise within the epochs' own noise (three times the median change from one epoch
+        # to the next, counted up to 1): on one or two rows with dropout a Gaussian NLL that
+        # starts near 0 moves by about a nat from epoch to epoch without trending upwards,
+        # while a learning rate too high sends the loss tens of times above its start
+        noise = 3 * float(np.median(np.abs(np.diff(losses)))) if len(losses) > 1 else 0.0
+        if last - first > abs(first) + max(_DIVERGENCE_FLOOR, min(noise, 1.0)):
             why = (f"the training loss ended at {last:.4g}, far above where it started "
                    f"({first:.4g})")
         elif scale > 1e3 * max(1.0, init_scale):

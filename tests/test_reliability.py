@@ -659,3 +659,19 @@ def test_one_noisy_epoch_on_a_few_rows_is_not_a_divergence():
     assert reg.dropout_ > 0 and not reg.early_stopping_
     assert losses[-1] - losses[0] > abs(losses[0])  # the last epoch alone would look diverged
     assert np.median(losses[-3:]) - losses[0] < abs(losses[0])
+
+
+def test_the_noise_of_a_one_row_fit_is_not_a_divergence():
+    # one row with dropout: the Gaussian NLL starts near 0 and moves by about a nat from
+    # epoch to epoch; its last three epochs' median lies above twice the first epoch's
+    # magnitude, yet nothing diverged. A learning rate far too high still raises.
+    X, y = np.array([[1.0, 2.0, 3.0]]), np.array([5.0])
+    for seed in (3, 4):
+        reg = DIFFormerRegressor(max_epochs=5, random_state=seed, device="cpu").fit(X, y)
+        losses = np.asarray(reg.history_[:, "train_loss"])
+        assert np.median(losses[-3:]) - losses[0] > abs(losses[0]) + 0.2
+        assert np.isfinite(reg.predict(X)).all()
+    Xr = np.random.RandomState(0).normal(size=(200, 5))
+    with pytest.raises(TrainingDivergedError, match="far above where it started"):
+        DIFFormerRegressor(max_epochs=30, lr=1.0, random_state=0, device="cpu").fit(
+            Xr, Xr[:, 0] ** 2)
