@@ -680,8 +680,9 @@ CLAIMS = {
         "Several initialisations on the defaults benchmark", "DIFFormerClassifier("
         "random_state=0, n_init=3) on every row of the defaults benchmark, beside the "
         "defaults' own score on the same row (docs/benchmarks/defaults.md) and the row's "
-        "strongest baseline: three networks trained from different seeds, the one with the "
-        "lowest final training loss kept (without validation rows). A candidate default, "
+        "strongest baseline: three networks trained from different seeds, the one whose "
+        "final weights have the lowest training loss kept (without validation rows). A "
+        "candidate default, "
         "measured on the dev rows and reported on the held-out ones.",
         "defaults_n_init.json",
         "OMP_NUM_THREADS=1 python benchmarks/defaults.py --estimators DIFFormerClassifier "
