@@ -74,6 +74,7 @@ from ._engine import (  # noqa: F401  (re-exported for the estimators)
     training_loss,
 )
 from .callbacks import EpochScoring, RestoreLowestLoss, WeightAveraging
+from .nn._dropout import Dropout, SharedMasks
 
 __all__ = [
     "TRAINING_PARAMETER_CONSTRAINTS",
@@ -424,18 +425,22 @@ class EstimatorBase(BaseEstimator):
         return str(self.device_) == "cpu" and getattr(self, "mixed_precision", None) is None
 
     @contextlib.contextmanager
-    def _inference(self, mc_dropout=False):
-        """Evaluation mode and no autograd; with ``mc_dropout`` only dropout layers train."""
+    def _inference(self, mc_dropout=None):
+        """Evaluation mode and no autograd; with ``mc_dropout`` (the
+        :class:`~skdiff.nn._dropout.SharedMasks` of a Monte Carlo draw) only dropout layers
+        train, skdiff's own with the draw's masks shared by all rows."""
         # parameters that prediction reads (mixed_precision, inference_dtype, ...) may have
         # been set after fit: check them here too, so a bad one is named, not a KeyError
         self._validate_params()
         module = self.module_
         was_training = module.training
         module.eval()
-        if mc_dropout:
+        if mc_dropout is not None:
             for m in module.modules():
                 if isinstance(m, torch.nn.modules.dropout._DropoutNd):
                     m.train()
+                if isinstance(m, Dropout):
+                    m.masks = mc_dropout
         dtype = _AUTOCAST[getattr(self, "mixed_precision", None)]
         autocast = torch.autocast(torch.device(self.device_).type, dtype=dtype,
                                   enabled=dtype is not None)
@@ -445,6 +450,10 @@ class EstimatorBase(BaseEstimator):
                 yield module
         finally:
             module.train(was_training)
+            if mc_dropout is not None:
+                for m in module.modules():
+                    if isinstance(m, Dropout):
+                        m.masks = None
 
     def _predict_outputs(self, X, **predict_params):
         """Deterministic raw outputs for ``X`` (dropout off)."""
@@ -496,14 +505,25 @@ class EstimatorBase(BaseEstimator):
         return self._from_outputs(self._mc_outputs(inputs, n_samples, seed), samples=True)
 
     def _mc_outputs(self, inputs, n_samples, seed):
-        """Raw outputs of ``n_samples`` forwards with dropout active: (rows, ..., n_samples)."""
+        """Raw outputs of ``n_samples`` forwards with dropout active: (rows, ..., n_samples).
+
+        Each draw drops the same units for every row (:class:`~skdiff.nn._dropout.Dropout`
+        with one :class:`~skdiff.nn._dropout.SharedMasks` per call, from its own generator
+        seeded with ``seed``): a draw is one thinned network, and a row's draws do not
+        depend on the other rows of the call or on how they are chunked.
+        """
         from tqdm.auto import trange
 
         draws = trange(n_samples, desc=f"{type(self).__name__} sampling", unit="sample",
                        disable=not getattr(self, "verbose", 0) or n_samples < 20)
-        with torch_seed(seed, self.device_), self._inference(mc_dropout=True):
+        masks = SharedMasks(torch.Generator(device=self.device_).manual_seed(int(seed)))
+        out = []
+        with torch_seed(seed, self.device_), self._inference(mc_dropout=masks):
             # one loop iteration per Monte Carlo draw, each a batched forward over all rows
-            return np.stack([self._outputs(inputs, mc=True) for _ in draws], axis=-1)
+            for _ in draws:
+                masks.next_draw()
+                out.append(self._outputs(inputs, mc=True))
+        return np.stack(out, axis=-1)
 
     def _to_tensor(self, array, dtype=torch.float32):
         """Numpy/scipy input -> tensor on ``device_`` (scipy sparse -> torch sparse COO)."""

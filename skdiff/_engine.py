@@ -31,6 +31,8 @@ from skorch.callbacks import Callback, EarlyStopping
 from skorch.dataset import get_len
 from skorch.hf import AccelerateMixin
 
+from .nn._dropout import Dropout
+
 __all__ = [
     "AcceleratedNet",
     "EpochProgress",
@@ -379,4 +381,6 @@ def float64_copy(module):
         cached = _FLOAT64_COPIES[module] = (versions, deepcopy(module).double())
     for m64, m in zip(cached[1].modules(), module.modules()):
         m64.training = m.training  # eval, or MC dropout's train-mode dropout layers
+        if isinstance(m, Dropout):
+            m64.masks = m.masks  # the Monte Carlo draw's shared masks, or None
     return cached[1]

@@ -338,3 +338,39 @@ def test_ncl_layout_takes_array_likes():
     a = FlowformerRegressor(**{**FLOW, "max_epochs": 1}, layout="NCL").fit(X, y)
     b = FlowformerRegressor(**{**FLOW, "max_epochs": 1}, layout="NCL").fit(_NotAnArray(X), y)
     np.testing.assert_array_equal(a.predict(X), b.predict(_NotAnArray(X)))
+
+
+def test_monte_carlo_draws_of_a_row_do_not_depend_on_the_other_rows(sequences):
+    # like GaussianProcessRegressor, a row's standard deviation and samples are those of
+    # the row alone, however many rows share the call and in how many chunks they run:
+    # each Monte Carlo draw drops the same units for every row
+    rng = np.random.RandomState(0)
+    X = rng.normal(size=(150, 4))
+    y = X[:, 0] + 0.1 * rng.normal(size=150)
+    y[:100] = np.nan
+    X_new = rng.normal(size=(40, 4))
+    reg = DIFFormerRegressor(**{**DIF, "max_epochs": 10}, linear_fallback=False,
+                             batch_size=16).fit(X, y)  # predicts in chunks of 16 rows
+    Xs, labels = sequences
+    flow = FlowformerRegressor(**FLOW, uncertainty="mc_dropout", batch_size=4).fit(
+        Xs[:120], Xs[:120, -1])
+    clf = DIFFormerClassifier(**DIF, dropout=0.3).fit(X, (X[:, 0] > 0).astype(int))
+    for est, Z in ((reg, X_new), (flow, Xs[120:])):
+        torch.manual_seed(0)
+        before = torch.rand(2)
+        mean, std = est.predict(Z, return_std=True)
+        alone = [est.predict(Z[i:i + 1], return_std=True) for i in (0, 3, len(Z) - 1)]
+        rows = [0, 3, len(Z) - 1]
+        np.testing.assert_allclose([s[1][0] for s in alone], std[rows], rtol=1e-12)
+        np.testing.assert_allclose([s[0][0] for s in alone], mean[rows], rtol=1e-12)
+        assert std.min() > 0
+        torch.manual_seed(0)
+        assert torch.equal(torch.rand(2), before)  # the caller's torch stream is untouched
+    # draws without a Gaussian head's noise (which sample_posterior adds row by row from
+    # one stream, as GaussianProcessRegressor.sample_y draws jointly) are the row's own too
+    for est, Z in ((flow, Xs[120:]), (clf, X_new)):
+        draws = est.sample_posterior(Z, n_samples=4, random_state=1)
+        np.testing.assert_allclose(  # float64 inference: equal up to rounding
+            est.sample_posterior(Z[3:5], n_samples=4, random_state=1), draws[3:5],
+            rtol=1e-12, atol=1e-12)
+        assert not np.allclose(draws[..., 0], draws[..., 1])  # the draws differ

@@ -21,6 +21,7 @@ from torch import nn
 from torch.utils.checkpoint import checkpoint
 
 from .._docs import fill_doc
+from ._dropout import Dropout
 from .diffusion_attention import ATTENTION_DOCS, DiffusionAttention
 
 __all__ = ["DIFFormer"]
@@ -72,7 +73,7 @@ class DIFFormer(nn.Module):
         self.checkpoint_layers = checkpoint_layers
         self.fc_in = nn.Linear(in_dim, hidden_dim)
         self.norm_in = nn.LayerNorm(hidden_dim)
-        self.dropout = nn.Dropout(dropout)
+        self.dropout = Dropout(dropout)
         self.convs = nn.ModuleList([
             DiffusionAttention(hidden_dim, hidden_dim, n_heads=n_heads, kernel=kernel,
                                qk_norm=qk_norm, value_projection=value_projection,

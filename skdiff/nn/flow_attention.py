@@ -38,6 +38,7 @@ import torch
 from torch import nn
 
 from .._docs import fill_doc, parse_docs
+from ._dropout import Dropout
 
 __all__ = ["FlowAttention", "default_chunk_size", "flow_attention"]
 
@@ -602,7 +603,7 @@ class FlowAttention(nn.Module):
         self.key = nn.Linear(hidden_dim, hidden_dim)
         self.value = nn.Linear(hidden_dim, hidden_dim)
         self.out = nn.Linear(hidden_dim, hidden_dim)
-        self.dropout = nn.Dropout(dropout)
+        self.dropout = Dropout(dropout)
 
     def reset_parameters(self):
         """Draw fresh initial weights of the query, key, value and output projections

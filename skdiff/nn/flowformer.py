@@ -47,6 +47,7 @@ import torch.nn.functional as F
 from torch import nn
 
 from .._docs import fill_doc
+from ._dropout import Dropout
 from .flow_attention import ATTENTION_LAYER_DOCS, FlowAttention
 
 __all__ = ["Flowformer", "SoftmaxAttention"]
@@ -94,7 +95,7 @@ class SoftmaxAttention(nn.Module):
         self.key = nn.Linear(hidden_dim, hidden_dim)
         self.value = nn.Linear(hidden_dim, hidden_dim)
         self.out = nn.Linear(hidden_dim, hidden_dim)
-        self.dropout = nn.Dropout(dropout)
+        self.dropout = Dropout(dropout)
 
     def _heads(self, x):
         b, length, _ = x.shape  # (b, L, h*d) -> (b, h, L, d)
@@ -127,7 +128,7 @@ class _EncoderLayer(nn.Module):
         self.ff1 = nn.Linear(hidden_dim, ff_dim)  # official: Conv1d(kernel_size=1) == Linear
         self.ff2 = nn.Linear(ff_dim, hidden_dim)
         self.norm2 = nn.LayerNorm(hidden_dim)
-        self.dropout = nn.Dropout(dropout)
+        self.dropout = Dropout(dropout)
 
     def forward(self, h, adjacency=None):
         # h: (b, L, d), or (b, C, L, d) in channel-graph mode
@@ -250,7 +251,7 @@ class Flowformer(nn.Module):
         self.n_channels, self.max_len, self.pooling = n_channels, max_len, pooling
         self.hidden_dim, self.instance_norm = hidden_dim, instance_norm
         graph = self._init_tokens(adjacency, n_channels, hidden_dim, patch_len)
-        self.input_dropout = nn.Dropout(dropout)
+        self.input_dropout = Dropout(dropout)
         attention_cls = FlowAttention if attention == "flow" else SoftmaxAttention
         attn_kwargs = {"causal": causal}
         if attention == "flow":
@@ -293,7 +294,7 @@ class Flowformer(nn.Module):
         """Pooling head, and the linear skip and std mixing of the instance normalisation."""
         pooled = self.hidden_dim * (self.max_tokens if self.pooling == "flatten" else 1)
         pooled *= self.n_channels if graph else 1
-        self.head_dropout = nn.Dropout(dropout)
+        self.head_dropout = Dropout(dropout)
         self.head = nn.Linear(pooled, n_outputs)
         # level skip of the instance normalisation: [mean, std, last] per channel -> outputs
         n_skip = (3 * self.n_channels if self.instance_norm else 0) + (
