@@ -1435,15 +1435,21 @@ class DIFFormerRegressor(RegressorTask, _DIFFormerBase):
         from sklearn.linear_model import RidgeCV
 
         k = targets.shape[1]
+        # the penalty is weighed against the weighted sum of squared errors, so the weights
+        # are rescaled to sum to the number of rows that count: a row of weight 0 is then
+        # exactly an unlabelled one, and multiplying every weight by a constant changes
+        # nothing (as documented for sample_weight)
+        w = weights[rows]
+        w = w * (np.count_nonzero(w) / w.sum())
         ridge = RidgeCV(alphas=FALLBACK_ALPHAS, alpha_per_target=k > 1,
                         store_cv_results=True).fit(features[rows], targets[rows],
-                                                   sample_weight=weights[rows])
+                                                   sample_weight=w)
         # cv_results_: (rows, outputs, alphas) leave-one-out squared errors, each times its
         # row's weight (the weighted fit rescales the rows by the weights' square roots)
         cv = ridge.cv_results_.reshape(len(rows), k, -1)
         best = np.searchsorted(FALLBACK_ALPHAS, np.atleast_1d(ridge.alpha_) * (1 - 1e-12))
         best = np.broadcast_to(best, (k,))
-        ridge.loo_mse_ = cv[:, np.arange(k), best].sum(0) / weights[rows].sum()
+        ridge.loo_mse_ = cv[:, np.arange(k), best].sum(0) / w.sum()
         return ridge
 
     def _ridge_outputs(self, features):

@@ -221,6 +221,30 @@ def graph_task():
     return X, A, y, labelled
 
 
+def test_the_ridge_reads_weights_as_the_network_does():
+    # a row of weight 0 is an unlabelled row, and scaling every weight changes nothing:
+    # the ridge's penalty must not be traded against the weights' scale
+    rng = np.random.RandomState(0)
+    X = rng.normal(size=(120, 4))
+    y = 0.2 * X[:, 0] + rng.normal(size=120)
+    w = np.ones(120)
+    w[:80] = 0
+    y_nan = np.where(w > 0, y, np.nan)
+    fit = lambda *a, **k: DIFFormerRegressor(n_layers=1, max_epochs=5, random_state=0,  # noqa: E731
+                                             device="cpu").fit(*a, **k)
+    unlabelled = fit(X, y_nan)
+    assert not unlabelled.network_used_  # the ridge predicts
+    for other in (fit(X, y, sample_weight=w), fit(X, y_nan, sample_weight=(w > 0) * 1.0),
+                  fit(X, y_nan, sample_weight=7.0 * (w > 0))):
+        assert not other.network_used_
+        np.testing.assert_allclose(other.linear_fallback_.coef_,
+                                   unlabelled.linear_fallback_.coef_, rtol=1e-10)
+        np.testing.assert_allclose(other.linear_fallback_.loo_mse_,
+                                   unlabelled.linear_fallback_.loo_mse_, rtol=1e-10)
+        np.testing.assert_allclose(other.predict(X, return_std=True),
+                                   unlabelled.predict(X, return_std=True), rtol=1e-10)
+
+
 def test_on_a_graph_the_ridge_reads_the_features_and_their_graph_average(graph_task,
                                                                           monkeypatch):
     """With an adjacency the fallback ridge reads the scaled features and their 2-hop SGC
