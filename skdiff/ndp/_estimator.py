@@ -1014,15 +1014,21 @@ class NDPRegressor(RegressorMixin, EstimatorBase):
                                  f"{len(y)} rows; pass one weight per row.")
         return float(r2_score(y, pred, sample_weight=sample_weight))
 
-    def sample_y(self, X, n_samples=1, random_state=None):
+    def sample_y(self, X, n_samples=1, random_state=0):
         """Joint samples of the function at ``X`` given the training data.
 
         The same as :meth:`sample_posterior`, under the name and signature of
-        ``GaussianProcessRegressor.sample_y``.
+        ``GaussianProcessRegressor.sample_y``, whose ``random_state`` defaults to 0: repeated
+        calls give the same samples unless a seed (or ``None``) is passed.
 
         Parameters
         ----------
-        %(sampling_parameters)s
+        %(X)s
+        %(n_samples)s
+        random_state : int, RandomState instance or None, default=0
+            Seeds the sampler's noise: an int gives the same samples on every call on the
+            CPU; ``None`` draws a seed from numpy's global random state, so samples differ
+            between calls. The caller's torch random state is left untouched.
 
         Returns
         -------

@@ -1,5 +1,6 @@
 """NDPRegressor with the shipped pretrained prior (1-D "gp")."""
 
+import inspect
 import pickle
 import warnings
 
@@ -67,6 +68,13 @@ def test_shapes_and_gpr_contract(fitted, data):
     s = fitted.sample_posterior(Xt, n_samples=5, random_state=1)
     assert s.shape == (20, 5)
     np.testing.assert_array_equal(s, fitted.sample_y(Xt, n_samples=5, random_state=1))
+    # sample_y keeps GaussianProcessRegressor.sample_y's signature, default seed 0 included
+    from sklearn.gaussian_process import GaussianProcessRegressor
+
+    assert (inspect.signature(type(fitted).sample_y).parameters
+            == inspect.signature(GaussianProcessRegressor.sample_y).parameters)
+    np.testing.assert_array_equal(fitted.sample_y(Xt[:6], n_samples=2),
+                                  fitted.sample_posterior(Xt[:6], n_samples=2, random_state=0))
     assert fitted.sample_prior(Xt, n_samples=4, random_state=0).shape == (20, 4)
 
 
