@@ -35,10 +35,10 @@ class SharedMasks:
         """Forget the current draw's masks; the next use of a layer draws new ones."""
         self._masks.clear()
 
-    def mask(self, layer: nn.Dropout, x: torch.Tensor) -> torch.Tensor:
-        """The scaled keep-mask (0 or ``1 / (1 - p)``) of ``layer`` for rows shaped like
-        ``x[0]``, broadcastable against ``x``."""
-        key = (id(layer), tuple(x.shape[1:]), x.dtype, x.device)
+    def mask(self, layer: nn.Dropout, x: torch.Tensor, site=None) -> torch.Tensor:
+        """The scaled keep-mask (0 or ``1 / (1 - p)``) of ``layer`` at call site ``site``
+        for rows shaped like ``x[0]``, broadcastable against ``x``."""
+        key = (id(layer), site, tuple(x.shape[1:]), x.dtype, x.device)
         mask = self._masks.get(key)
         if mask is None:
             keep = 1.0 - layer.p
@@ -52,12 +52,18 @@ class SharedMasks:
 
 class Dropout(nn.Dropout):
     """:class:`torch.nn.Dropout` that, in training mode with ``masks`` set, multiplies by
-    the shared mask of the current Monte Carlo draw instead of an elementwise one."""
+    the shared mask of the current Monte Carlo draw instead of an elementwise one.
+
+    A layer applied at several places of one forward (every diffusion layer of DIFFormer
+    shares one) names each place by ``site``, so that each gets its own mask, as each gets
+    its own elementwise draw in training; the same site called again (the next chunk of
+    rows, or the same layer streamed over chunks) reuses the draw's mask.
+    """
 
     #: The Monte Carlo draw whose masks this layer uses (set only while an estimator draws).
     masks: SharedMasks | None = None
 
-    def forward(self, x: torch.Tensor) -> torch.Tensor:
+    def forward(self, x: torch.Tensor, site=None) -> torch.Tensor:
         if self.masks is None or not self.training or self.p == 0:
             return super().forward(x)
-        return x * self.masks.mask(self, x)
+        return x * self.masks.mask(self, x, site)

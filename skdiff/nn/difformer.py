@@ -98,11 +98,11 @@ class DIFFormer(nn.Module):
     def _input(self, x):
         h = torch.sparse.mm(x, self.fc_in.weight.t()) + self.fc_in.bias if x.is_sparse \
             else self.fc_in(x)
-        return self.dropout(torch.relu(self.norm_in(h)))
+        return self.dropout(torch.relu(self.norm_in(h)), site="input")
 
     def _step(self, i, z, p):
         # alpha p + (1 - alpha) z as one lerp: one (n, d) tensor instead of three
-        return self.dropout(self.norms[i](torch.lerp(z, p, self.alpha)))
+        return self.dropout(self.norms[i](torch.lerp(z, p, self.alpha)), site=i)
 
     def _layer(self, i, z, adj):
         return self._step(i, z, self.convs[i](z, adj))

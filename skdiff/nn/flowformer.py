@@ -137,10 +137,10 @@ class _EncoderLayer(nn.Module):
             flat = h.reshape(b * C, L, d)
             u = self.norm1(flat + self.attention(flat)).view(b, C, L, d)
             mixed = torch.einsum("ij,bjld->bild", adjacency, self.graph(u))  # \hat A U W_g
-            u = self.norm_graph(u + self.dropout(mixed))
+            u = self.norm_graph(u + self.dropout(mixed, site="graph"))
         else:
             u = self.norm1(h + self.attention(h))
-        y = self.dropout(self.ff2(self.dropout(F.gelu(self.ff1(u)))))
+        y = self.dropout(self.ff2(self.dropout(F.gelu(self.ff1(u)), site="ff1")), site="ff2")
         return self.norm2(u + y)
 
 
