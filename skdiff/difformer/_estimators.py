@@ -1174,8 +1174,10 @@ class DIFFormerRegressor(RegressorTask, _DIFFormerBase):
         cover 90 % of them (``std_scale_``). With label propagation the labelled nodes'
         values are known: their standard deviation is 0. ``"mc_dropout"``: samples are
         forward passes with dropout active, the spread of their means only (it leaves out
-        the noise of ``y``: 95 % intervals that cover far fewer than 95 % of the targets,
-        see ``benchmarks/regression_uncertainty.py``).
+        the noise of ``y``: on tables, 95 % intervals that cover far fewer than 95 % of the
+        targets, see ``benchmarks/regression_uncertainty.py``). A dropout draw drops the
+        same units for every row, so a row's spread does not depend on the other rows of
+        the call.
     %(training_parameters)s
 
     Attributes
