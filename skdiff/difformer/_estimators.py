@@ -719,6 +719,7 @@ class _DIFFormerBase(NeuralEstimatorBase):
         rows = np.repeat(np.arange(n), idx.shape[1])
         S = sp.csr_matrix((val.cpu().numpy().ravel(), (rows, idx.cpu().numpy().ravel())),
                           shape=(n, n))
+        S.eliminate_zeros()  # with attention_scope="graph", a row's weights off its edges
         return S if ids is None else S[ids]
 
     def __getstate__(self):

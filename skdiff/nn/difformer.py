@@ -228,7 +228,7 @@ class DIFFormer(nn.Module):
         idx, val = [], []
         for start in range(0, n, block_size):  # row blocks, not samples
             rows = torch.arange(start, min(start + block_size, n), device=z.device)
-            w = conv.attention_weights(q, key, rows)
+            w = conv.attention_weights(q, key, rows, adj)
             v, i = torch.topk(w, k, dim=1)
             idx.append(i)
             val.append(v)

@@ -403,7 +403,7 @@ class DiffusionAttention(nn.Module):
         return self._combine(attn, v_self if graph else None)
 
     # -- the learned dependency structure -----------------------------------------------------
-    def attention_weights(self, q, k, rows):
+    def attention_weights(self, q, k, rows, adj=None):
         """Head-averaged attention weights of some query rows against all keys.
 
         Parameters
@@ -412,14 +412,18 @@ class DiffusionAttention(nn.Module):
             Queries of all rows (raw; normalised here as the kernel does).
         k : Tensor of shape (l, h, m)
             Keys of all rows.
-        rows : index or slice
-            The query rows to weigh (b of them), e.g. one block of rows.
+        rows : LongTensor of shape (b,)
+            The query rows to weigh, e.g. one block of rows.
+        adj : sparse Tensor of shape (n, n) or None, default=None
+            Normalised adjacency (with its self loops). With ``scope="graph"`` a row
+            attends only along its edges, as in :meth:`attend`; without an adjacency every
+            row is an isolated node and attends only to itself.
 
         Returns
         -------
         S : Tensor of shape (b, l)
             Weight of every key for every selected query, rows summing to 1 per head
-            before the heads are averaged.
+            before the heads are averaged (0 off the edges with ``scope="graph"``).
         """
         if self.kernel == "simple":
             qn, kn = normalize_qk(q, self.qk_norm), normalize_qk(k, self.qk_norm)
@@ -429,7 +433,26 @@ class DiffusionAttention(nn.Module):
         else:
             w = torch.softmax(torch.einsum("bhm,lhm->hbl", q[rows], k)
                               / math.sqrt(q.shape[-1]), -1)
+        if self.scope == "graph":
+            # the kernels' weights renormalised over a row's edges are edge_attention's
+            w = w * self._edge_mask(rows, k.shape[0], adj, w.device)
         return (w / w.sum(-1, keepdim=True).clamp_min(self.eps)).mean(0)
+
+    @staticmethod
+    def _edge_mask(rows, n_keys, adj, device):
+        """(b, l) float mask of the edges of ``rows`` in ``adj`` (self loops alone without
+        an adjacency)."""
+        b = rows.shape[0]
+        mask = torch.zeros(b, n_keys, device=device)
+        if adj is None:
+            mask[torch.arange(b, device=device), rows] = 1.0
+            return mask
+        row, col = edge_index_of(adj)
+        place = torch.full((n_keys,), -1, dtype=torch.long, device=device)
+        place[rows] = torch.arange(b, device=device)
+        keep = place[row] >= 0
+        mask[place[row[keep]], col[keep]] = 1.0
+        return mask
 
     def extra_repr(self):
         return (f"hidden_dim={self.hidden_dim}, n_heads={self.n_heads}, kernel={self.kernel!r}, "

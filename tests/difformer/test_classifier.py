@@ -236,6 +236,13 @@ def test_graph_gridsearch_and_cache_not_stale(planted):
                                clf.predict_proba(g.node_ids(), graph=g2), rtol=1e-5)
     S = clf.attention_graph(g.node_ids()[:10], k=5)
     assert S.shape == (10, 300) and S.getnnz(axis=1).tolist() == [5] * 10
+    # attention restricted to the graph: the weights lie on a node's edges and itself
+    local = DIFFormerClassifier(**FAST, random_state=0, attention_scope="graph").fit(
+        g.node_ids()[:150], y[:150], graph=g)
+    S = local.attention_graph(g.node_ids(), k=300)
+    on_edges = (sp.csr_matrix(A) + sp.eye(300)) > 0
+    assert np.asarray(on_edges[S.nonzero()]).all()
+    np.testing.assert_allclose(np.asarray(S.sum(1)).ravel(), 1.0, rtol=1e-5)
 
 
 # -- scikit-learn integration --------------------------------------------------------------

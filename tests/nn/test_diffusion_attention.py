@@ -228,6 +228,35 @@ def test_attention_graph_topk_matches_dense():
     assert repr(net.convs[0]).startswith("DiffusionAttention(")
 
 
+@pytest.mark.parametrize("kernel", ["simple", "advanced", "softmax"])
+def test_attention_weights_with_graph_scope_are_the_edge_attention(kernel):
+    # the weights attention_graph reports are those the forward uses: along the edges only
+    # (self loops included), each row summing to 1 over them; an isolated node, itself
+    torch.manual_seed(0)
+    n = 30
+    x = torch.randn(n, 6, dtype=torch.float64)
+    A = random_graph(n)
+    A[0], A[:, 0] = 0, 0  # node 0 isolated
+    adj = normalized_adjacency(A.nonzero().T, None, n).double()
+    att = DiffusionAttention(6, 6, n_heads=2, kernel=kernel, scope="graph").double().eval()
+    with torch.no_grad():
+        q, k, v = att.qkv(x)
+        S = att.attention_weights(q, k, torch.arange(n), adj)
+        # one value per row for both heads: the heads' mean output is S times the values
+        same = v[:, :1].expand(n, 2, -1)
+        assert torch.allclose(S @ v[:, 0], att.attend(q, k, same, adj).mean(1))
+    on_edges = (A + torch.eye(n, dtype=A.dtype)) > 0
+    assert torch.all(S[~on_edges] == 0) and torch.allclose(S.sum(1), torch.ones(n).double())
+    assert S[0, 0] == 1
+    # without an adjacency every row is an isolated node
+    assert torch.equal(att.attention_weights(q, k, torch.arange(5, 9)),
+                       torch.eye(n, dtype=S.dtype)[5:9])
+    net = DIFFormer(6, 3, hidden_dim=8, n_layers=1, n_heads=2, kernel=kernel,
+                    scope="graph").double().eval()
+    idx, val = net.attention_graph(x, adj, k=n, block_size=7)
+    assert torch.all(on_edges.gather(1, idx)[val > 0])
+
+
 def test_layer_checkpointing_gives_identical_gradients():
     x = torch.randn(40, 5, dtype=torch.float64)
     A = random_graph(40)
