@@ -7,6 +7,7 @@ inputs lives in ``benchmarks/reliability.py``.
 
 import hashlib
 import io
+import json
 import multiprocessing as mp
 import pickle
 import warnings
@@ -289,6 +290,13 @@ def test_a_corrupt_cache_entry_is_discarded_and_rebuilt(tmp_path):
     with pytest.warns(UserWarning, match="unusable .* discarded and trained again"):
         assert _fit_tiny_prior(tmp_path) == files
     assert pt.read_bytes() == good  # rebuilt, bit for bit (same seed and steps)
+    # a manifest that is JSON but not an object is discarded the same way
+    js = pt.with_suffix(".json")
+    js.write_text("[]")
+    _MEMORY.clear()
+    with pytest.warns(UserWarning, match="unusable .*holds a list, not an object"):
+        assert _fit_tiny_prior(tmp_path) == files
+    assert isinstance(json.loads(js.read_text()), dict)
 
 
 def test_two_processes_write_one_cache(tmp_path):

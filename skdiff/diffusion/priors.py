@@ -391,10 +391,14 @@ def _verified_bytes(pt, remedy):
         raise PriorWeightsError(f"A prior needs its weights file and manifest: {pt} and {js} "
                                 f"(one is missing). {remedy}")
     try:
-        manifest = json.loads(js.read_text())
-    except json.JSONDecodeError as exc:
+        manifest = json.loads(js.read_text(encoding="utf-8"))
+    except (json.JSONDecodeError, UnicodeDecodeError) as exc:
         raise PriorWeightsError(f"The manifest {js} is not valid JSON ({exc}). "
                                 f"{remedy}") from exc
+    if not isinstance(manifest, dict):
+        raise PriorWeightsError(f"The manifest {js} holds a JSON {type(manifest).__name__}, "
+                                f"not an object with the prior's checksum and configuration. "
+                                f"{remedy}")
     data = pt.read_bytes()
     digest = _sha256(data)
     if digest != manifest.get("sha256"):

@@ -114,7 +114,9 @@ def _load_entry(pt, js, source, config, device):
     if not pt.exists() or not js.exists():
         return None
     try:
-        manifest = json.loads(js.read_text())
+        manifest = json.loads(js.read_text(encoding="utf-8"))
+        if not isinstance(manifest, dict):
+            raise ValueError(f"its manifest holds a {type(manifest).__name__}, not an object")
         data = pt.read_bytes()
         if manifest.get("sha256") != hashlib.sha256(data).hexdigest():
             raise ValueError("its checksum does not match its manifest")

@@ -260,6 +260,16 @@ def test_save_load_round_trip_and_checksum_errors(tmp_path, trained):
         with pytest.raises(PriorWeightsError, match="Checksum mismatch .*corrupt or was rep"):
             load_prior("tiny_test", 1, directory=tmp_path)
 
+        # a manifest that is JSON but not an object, or not text at all
+        save_prior("tiny_test", cfg, ema, directory=tmp_path)
+        js = tmp_path / "tiny_test_d1.json"
+        for content, why in ((b"null", "holds a JSON NoneType, not an object"),
+                             (b"[1, 2]", "holds a JSON list, not an object"),
+                             (b"\xff\xfe\x00garbage", "is not valid JSON")):
+            js.write_bytes(content)
+            with pytest.raises(PriorWeightsError, match=why):
+                load_prior("tiny_test", 1, directory=tmp_path)
+
         # registry changed since training -> stale
         save_prior("tiny_test", cfg, ema, directory=tmp_path)
         priors.PRIORS["tiny_test"] = cfg.replace(noise=0.01)
