@@ -82,6 +82,13 @@ def _column_scale(F):
     return mean, np.where(constant, 1.0, std)
 
 
+#: ``feature_scaling="auto"`` row-normalises sparse non-negative features only when the
+#: largest values of their non-empty columns lie within this factor of each other (word
+#: counts, indicators, frequencies); a column in another unit would otherwise weigh in
+#: every row's norm by its unit.
+ROW_SCALE_RATIO = 1000.0
+
+
 class FeatureScaling:
     """The feature preprocessing of the DIFFormer estimators, fitted in ``fit``.
 
@@ -89,10 +96,14 @@ class FeatureScaling:
     the paper's citation-graph experiments); ``"standard"`` centres every column and divides
     it by its standard deviation (columns of a sparse matrix are only divided, which keeps
     them sparse); ``None`` leaves the features as given; ``"auto"`` is ``"row"`` for
-    non-negative features that are sparse (a scipy matrix, or 90 % zeros or more: counts or
-    bag-of-words) and ``"standard"`` otherwise. Both choices make the model independent of
-    the features' units. Statistics are computed in float64, over row chunks; the transform
-    applies to any subset of rows, so large features are scaled batch by batch.
+    non-negative features that are sparse (a scipy matrix, or 90 % zeros or more) and whose
+    columns share one scale (their largest values within a factor of
+    :data:`ROW_SCALE_RATIO`: counts, indicators or frequencies of bag-of-words), and
+    ``"standard"`` otherwise. ``"standard"`` makes the model independent of every column's
+    unit; ``"row"`` of a unit shared by all columns (counts or frequencies, long or short
+    documents), which is why columns in different units (one-hot indicators beside an
+    income) get ``"standard"``. Statistics are computed in float64, over row chunks; the
+    transform applies to any subset of rows, so large features are scaled batch by batch.
     """
 
     def __init__(self, how):
@@ -100,11 +111,19 @@ class FeatureScaling:
 
     @staticmethod
     def _auto(F):
-        """``"row"`` for sparse non-negative features, else ``"standard"``."""
+        """``"row"`` for sparse non-negative features of one scale, else ``"standard"``."""
         if sp.issparse(F):
-            return "row" if (F.data >= 0).all() else "standard"
-        sparse = np.count_nonzero(F) <= 0.1 * F.size
-        return "row" if sparse and F.size and F.min() >= 0 else "standard"
+            if not (F.data >= 0).all():
+                return "standard"
+            largest = np.asarray(sp.csr_matrix(F).max(axis=0).todense()).ravel()
+        else:
+            sparse = np.count_nonzero(F) <= 0.1 * F.size
+            if not (sparse and F.size and F.min() >= 0):
+                return "standard"
+            largest = F.max(axis=0)
+        largest = largest[largest > 0]
+        one_scale = not largest.size or largest.max() <= ROW_SCALE_RATIO * largest.min()
+        return "row" if one_scale else "standard"
 
     def fit(self, F):
         how = self._auto(F) if self.how == "auto" else self.how

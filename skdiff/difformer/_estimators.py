@@ -97,9 +97,11 @@ feature_scaling : {"auto", "standard", "row"} or None
     norm (the row-normalised bag-of-words features of the paper's citation graphs),
     ``"standard"`` centres and scales every column (sparse columns are only scaled),
     ``None`` leaves them as given, and ``"auto"`` takes ``"row"`` for non-negative sparse
-    features (a scipy matrix, or 90 % zeros or more) and ``"standard"`` otherwise. Either
-    choice makes the model independent of the features' units; ``feature_scaling_`` says
-    which was used.
+    features (a scipy matrix, or 90 % zeros or more) whose columns share one scale (their
+    largest values within a factor of 1,000: counts, indicators, frequencies) and
+    ``"standard"`` otherwise. ``"standard"`` makes the model independent of every column's
+    unit, ``"row"`` of a unit shared by all columns; ``feature_scaling_`` says which was
+    used.
 kernel : {"simple", "advanced", "softmax"}
     Pairwise diffusivity: ``"simple"`` = 1 + q.k (DIFFormer-s, linear in the number of
     rows), ``"advanced"`` = sigmoid(q.k) (DIFFormer-a, quadratic, row-blocked),

@@ -487,3 +487,25 @@ def test_features_scale_alike_whether_sparse_or_dense(fit_sparse):
                                rtol=1e-5, atol=1e-7)
     np.testing.assert_allclose(reg.predict(X), reg.predict(sp.csr_matrix(X)), rtol=1e-5,
                                atol=1e-7)
+
+
+def test_auto_feature_scaling_row_normalises_only_columns_of_one_scale():
+    # bag-of-words (binary or counts) is row-normalised, as the paper; sparse non-negative
+    # columns in different units (indicators beside an income) are standardised, and the
+    # model then does not depend on those units
+    from skdiff.difformer._data import FeatureScaling
+
+    rng = np.random.RandomState(0)
+    words = (rng.rand(300, 50) < 0.05) * 1.0
+    assert FeatureScaling("auto").fit(sp.csr_matrix(words)).how_ == "row"
+    assert FeatureScaling("auto").fit(words * rng.randint(1, 20, size=50)).how_ == "row"
+    X = np.abs(rng.normal(size=(400, 6))) * (rng.rand(400, 6) < 0.5)
+    y = (X[:, 0] > X[:, 1]).astype(int)
+    scores = []
+    for units in ([1.0] * 6, [1, 1, 1, 1, 1, 1e6], [1e-6, 1e-6, 1, 1, 1, 1]):
+        Xs = sp.csr_matrix(X * units)
+        clf = DIFFormerClassifier(**{**FAST, "max_epochs": 20}, random_state=0).fit(
+            Xs[:300], y[:300])
+        scores.append((clf.feature_scaling_, clf.predict_proba(Xs[300:])))
+    assert [how for how, _ in scores] == ["row", "standard", "standard"]
+    np.testing.assert_allclose(scores[1][1], scores[2][1], rtol=1e-4, atol=1e-6)
