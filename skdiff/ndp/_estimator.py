@@ -602,24 +602,31 @@ class NDPRegressor(RegressorMixin, EstimatorBase):
         (units of ``X``), the scaled ``X`` and ``z`` and the ``y_loc``, ``y_scale`` of the
         standardisation; ``None`` when neither option needs it (``"box"`` and
         ``alpha=0``), for a prior trained on functions (whose units are its family's), or
-        for a constant feature or ``y``.
+        when every feature or ``y`` is constant. A feature constant over the context carries
+        no information and is left out of the GP (its lengthscale is infinite), as a
+        stationary kernel ignores it.
         """
         n, d = X.shape
-        ard = self.x_scaling == "ard" and d >= 2 and n >= 2 * d + 1
+        vary = X.max(0) > X.min(0)
+        d_vary = int(vary.sum())
+        ard = self.x_scaling == "ard" and d_vary >= 2 and n >= 2 * d_vary + 1
         if self.prior_config_.from_functions or not (ard or self.alpha != 0
                                                       or self.trend != "constant"):
             return None
-        spread = X.max(0) - X.min(0)
-        if n < 3 or np.any(spread <= 0) or np.ptp(y) <= 0:
+        if n < 3 or not d_vary or np.ptp(y) <= 0:
             return None
+        spread = (X.max(0) - X.min(0))[vary]
         loc, scale = fit_scale(y[:, None], name="y")  # squares cannot overflow
         y_loc, y_scale = float(loc[0]), float(scale[0])
         z = (y - y_loc) / y_scale
-        gpr = self._gp_fit(X / spread, z, d if ard else 1)
-        lengthscales = np.asarray(gpr.kernel_.k1.k2.length_scale, dtype=np.float64) * spread
-        return SimpleNamespace(gpr=gpr, ard=ard, lengthscales=lengthscales, X=X / spread,
+        Xs = X[:, vary] / spread
+        gpr = self._gp_fit(Xs, z, d_vary if ard else 1)
+        lengthscales = np.full(d, np.inf)
+        lengthscales[vary] = np.asarray(gpr.kernel_.k1.k2.length_scale,
+                                        dtype=np.float64) * spread
+        return SimpleNamespace(gpr=gpr, ard=ard, lengthscales=lengthscales, X=Xs,
                                z=z, y_loc=y_loc, y_scale=y_scale,
-                               n_lengthscales=d if ard else 1)
+                               n_lengthscales=d_vary if ard else 1)
 
     def _n_trend_slopes(self):
         """The slopes the fitted trend took from the context (0 without a trend)."""
@@ -642,13 +649,15 @@ class NDPRegressor(RegressorMixin, EstimatorBase):
         if self.trend == "constant":
             return gp
         n, d = X.shape
+        vary = X.max(0) > X.min(0)  # a feature constant over the context takes no slope
+        d_vary = int(vary.sum())
         if self.prior_config_.from_functions:
             problem = "a prior trained on functions brings its family's level"
         elif not self.normalize_y:
             problem = "normalize_y=False takes y as already on the prior's scale"
-        elif n < self._min_trend_points(d):
-            problem = (f"it needs at least {self._min_trend_points(d)} context points for "
-                       f"{d} feature(s); got {n}")
+        elif n < self._min_trend_points(d_vary):
+            problem = (f"it needs at least {self._min_trend_points(d_vary)} context points "
+                       f"for {d_vary} varying feature(s); got {n}")
         elif gp is None:
             problem = "the context's inputs or y are constant"
         else:
@@ -656,16 +665,22 @@ class NDPRegressor(RegressorMixin, EstimatorBase):
         if problem is not None:
             raise ValueError(f"trend='linear' cannot be fitted: {problem}. Use "
                              "trend='constant' (the context's mean).")
-        centre, spread = X.mean(0), X.max(0) - X.min(0)
-        H = np.column_stack([np.ones(n), (X - centre) / spread])
+        centre, spread = X.mean(0), np.where(vary, X.max(0) - X.min(0), 1.0)
+        H = np.column_stack([np.ones(n), ((X - centre) / spread)[:, vary]])
         beta, _ = self._gls(gp, H, y)
         gp_res = self._context_gp(X, y - H @ beta)
         if gp_res is not None:
             beta, _ = self._gls(gp_res, H, y)
             gp_res = self._context_gp(X, y - H @ beta)
         # no residual GP: the line passes through every point, its slopes are certain
-        cov = np.zeros((d + 1, d + 1)) if gp_res is None else self._gls(gp_res, H, y)[1]
-        slope_cov = 0.5 * (cov[1:, 1:] + cov[1:, 1:].T)
+        cov = (np.zeros((d_vary + 1, d_vary + 1)) if gp_res is None
+               else self._gls(gp_res, H, y)[1])
+        # the constant features' slopes are 0, with no spread
+        slope_cov = np.zeros((d, d))
+        slope_cov[np.ix_(vary, vary)] = 0.5 * (cov[1:, 1:] + cov[1:, 1:].T)
+        full = np.zeros(d + 1)
+        full[0], full[1:][vary] = beta[0], beta[1:]
+        beta = full
         self._trend = SimpleNamespace(centre=centre, spread=spread, beta=beta,
                                       slope_root=_psd_root(slope_cov))
         self.trend_coef_ = beta[1:] / spread

@@ -643,3 +643,27 @@ def test_boolean_and_integer_targets_fit_as_their_float_values():
     for target in (y, y.astype(np.int64)):
         pred = NDPRegressor(random_state=0, **FAST).fit(X, target).predict(X[:4])
         np.testing.assert_array_equal(pred, ref)
+
+
+def test_a_constant_feature_is_ignored_by_the_context_gp():
+    # as a stationary kernel ignores it: the noise estimate, an explicit alpha, the linear
+    # trend and the ARD lengthscales come out as without the feature
+    rng = np.random.RandomState(0)
+    X = rng.uniform(0, 5, (30, 2))
+    y = np.sin(2 * X[:, 0]) + 0.3 * X[:, 1] + 0.4 * rng.normal(size=30)
+    Xc = np.c_[X, np.full(30, 2.0)]
+    plain, const = NDPRegressor(**FAST).fit(X, y), NDPRegressor(**FAST).fit(Xc, y)
+    # the same noise estimate (alpha_ is its part beyond the prior's own noise, which
+    # depends on the prior of 2 or 3 features)
+    assert const.alpha_ > 0.02
+    np.testing.assert_allclose(const.noise_variance_, plain.noise_variance_, rtol=1e-6)
+    np.testing.assert_allclose(const.x_lengthscales_[:2], plain.x_lengthscales_, rtol=1e-6)
+    assert const.x_lengthscales_[2] == np.inf
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # applied, not refused with a warning
+        assert NDPRegressor(**FAST, alpha=0.16).fit(Xc, y).alpha_ == 0.16
+    lin, lin_c = (NDPRegressor(**FAST, trend="linear").fit(Z, y) for Z in (X, Xc))
+    np.testing.assert_allclose(lin_c.trend_coef_, np.r_[lin.trend_coef_, 0.0], rtol=1e-6)
+    np.testing.assert_allclose(lin_c.trend_intercept_, lin.trend_intercept_, rtol=1e-6)
+    mean, std = lin_c.predict(np.c_[X[:5], np.full(5, 2.0)], return_std=True)
+    assert np.isfinite(mean).all() and np.all(std > 0)

@@ -116,7 +116,7 @@ def test_every_sampling_call_carries_the_trend(fitted, line):
 def test_a_trend_that_cannot_be_fitted_is_refused(line):
     X, y, _, _ = line
     with pytest.raises(ValueError, match=r"trend='linear' cannot be fitted: it needs at least "
-                                         r"5 context points for 1 feature\(s\); got 4"):
+                                         r"5 context points for 1 varying feature\(s\); got 4"):
         NDPRegressor(trend="linear", **FAST).fit(X[:4], y[:4])
     with pytest.raises(ValueError, match="trend='linear' cannot be fitted: normalize_y=False"):
         NDPRegressor(trend="linear", normalize_y=False, **FAST).fit(X, y)
