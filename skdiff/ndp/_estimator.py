@@ -294,8 +294,10 @@ class NDPRegressor(RegressorMixin, EstimatorBase):
         The validated ``x_bounds`` (or the family's region of a prior trained on functions).
     x_lengthscales_ : ndarray of shape (n_features,) or None
         The features' ML-II lengthscales (in the units of ``X``) that ``x_scaling="ard"``
-        weighs them by; ``None`` with ``"box"``, one feature, fewer than ``2 D + 1``
-        context points, or a prior trained on functions (whose map is its family's).
+        weighs them by (``inf`` for a feature constant over the context, which the GP
+        leaves out); ``None`` with ``"box"``, one varying feature, fewer than ``2 D + 1``
+        context points (``D`` the varying features), or a prior trained on functions
+        (whose map is its family's).
     x_compression_ : float or None
         With ARD lengthscales (``x_lengthscales_``), the most the input map compresses a
         feature (``x_compression``, or the cap it chose); else ``None``.
