@@ -495,11 +495,14 @@ class NDPRegressor(RegressorMixin, EstimatorBase):
                           UserWarning, stacklevel=caller_stacklevel())
         else:
             # the context's spread is that of a few (often correlated) values of the
-            # process: divide by what the prior's own functions show at these inputs
-            offset, x_scale = self._input_map(self.X_train_)
-            spread = self.prior_config_.expected_sample_variance(
-                (self.X_train_ - offset) * x_scale)
-            scale = scale / np.sqrt(spread)
+            # process: divide by what the prior's own functions show at these inputs. Where
+            # every point shares one input that is the prior's noise alone, and the spread
+            # is the observations' noise (alpha), not an amplitude: y's own scale is kept
+            if np.ptp(self.X_train_, axis=0).max() > 0:
+                offset, x_scale = self._input_map(self.X_train_)
+                spread = self.prior_config_.expected_sample_variance(
+                    (self.X_train_ - offset) * x_scale)
+                scale = scale / np.sqrt(spread)
             # at least 3: below that the posterior predictive has no finite variance, and
             # predict's mean and std would be Monte Carlo noise
             self.scale_dof_ = max(len(y) - 1 - self._n_trend_slopes(), 3)
@@ -615,17 +618,20 @@ class NDPRegressor(RegressorMixin, EstimatorBase):
         if self.prior_config_.from_functions or not (ard or self.alpha != 0
                                                       or self.trend != "constant"):
             return None
-        if n < 3 or not d_vary or np.ptp(y) <= 0:
+        if n < 3 or np.ptp(y) <= 0:
             return None
         spread = (X.max(0) - X.min(0))[vary]
         loc, scale = fit_scale(y[:, None], name="y")  # squares cannot overflow
         y_loc, y_scale = float(loc[0]), float(scale[0])
         z = (y - y_loc) / y_scale
-        Xs = X[:, vary] / spread
+        # every feature constant: all points share one input, the kernel is 1 between any
+        # two of them, and the GP splits y's spread into a shared value and noise
+        Xs = X[:, vary] / spread if d_vary else np.zeros((n, 1))
         gpr = self._gp_fit(Xs, z, d_vary if ard else 1)
         lengthscales = np.full(d, np.inf)
-        lengthscales[vary] = np.asarray(gpr.kernel_.k1.k2.length_scale,
-                                        dtype=np.float64) * spread
+        if d_vary:
+            lengthscales[vary] = np.asarray(gpr.kernel_.k1.k2.length_scale,
+                                            dtype=np.float64) * spread
         return SimpleNamespace(gpr=gpr, ard=ard, lengthscales=lengthscales, X=Xs,
                                z=z, y_loc=y_loc, y_scale=y_scale,
                                n_lengthscales=d_vary if ard else 1)

@@ -667,3 +667,19 @@ def test_a_constant_feature_is_ignored_by_the_context_gp():
     np.testing.assert_allclose(lin_c.trend_intercept_, lin.trend_intercept_, rtol=1e-6)
     mean, std = lin_c.predict(np.c_[X[:5], np.full(5, 2.0)], return_std=True)
     assert np.isfinite(mean).all() and np.all(std > 0)
+
+
+def test_points_that_all_share_one_input_read_their_spread_as_noise():
+    # repeated measurements at one input differ by noise only: the spread of y is the
+    # noise (alpha, as a GP with a white-noise kernel fits it), not a process amplitude
+    # read off the prior's noise alone (which made it 20 times y's spread)
+    X = np.zeros((6, 1))
+    y = np.array([0.0, 1.0, 0.2, 0.5, 0.4, 0.9])
+    est = NDPRegressor(random_state=0, n_samples=32).fit(X, y)
+    assert 0.5 * y.std() < est.y_std_ < 2 * y.std()
+    np.testing.assert_allclose(est.noise_variance_, y.var(), rtol=0.05)
+    mean, std = est.predict(np.zeros((1, 1)), return_std=True)
+    assert abs(mean[0] - y.mean()) < 0.2 and 0.2 < std[0] < 0.6
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # an explicit alpha is applied, not refused
+        assert NDPRegressor(random_state=0, alpha=0.1).fit(X, y).alpha_ == 0.1
