@@ -2,8 +2,9 @@
 
 In training, :class:`Dropout` is :class:`torch.nn.Dropout`. For Monte Carlo dropout at
 prediction time the estimators attach a :class:`SharedMasks` to every such layer: each draw
-then drops the same units for every row of the call (one mask per layer, broadcast over the
-leading row axis), so a draw is one network with some units removed, applied to all rows.
+then drops the same units for every row of the call (one mask per layer and call site,
+broadcast over the leading row axis), so a draw is one network with some units removed,
+applied to all rows.
 This is the weight-sampling reading of MC dropout (Gal and Ghahramani, ICML 2016), and what
 makes a row's draws independent of the other rows of the call and of how the rows are split
 into chunks: with elementwise masks a row's mask depends on its position in the batch. For
