@@ -62,6 +62,7 @@ from ._engine import (  # noqa: F401  (re-exported for the estimators)
     EpochProgress,
     FiniteLossGuard,
     Net,
+    ResumeEarlyStopping,
     TrainingDivergedError,
     _silent,
     atomic_write,
@@ -112,6 +113,14 @@ TRAINING_PARAMETER_CONSTRAINTS: dict = {
 
 #: The least rise of the training loss (of standardised targets) taken as divergence.
 _DIVERGENCE_FLOOR = 1e-3
+
+
+#: Names of the callbacks the estimators add to their skorch net themselves, and of
+#: skorch's default callbacks: a user's ``(name, callback)`` pair may not take one.
+_RESERVED_CALLBACK_NAMES = frozenset({
+    "early_stopping", "finite_loss", "progress", "reshuffle", "restore_lowest_loss",
+    "resume_early_stopping", "start_as_epoch_zero", "valid_acc", "weight_averaging",
+    "epoch_timer", "print_log", "train_loss", "valid_loss"})
 
 
 def _same_value(a, b):
@@ -356,13 +365,22 @@ class EstimatorBase(BaseEstimator):
                 "Accelerator(mixed_precision='no').")
         self.device_ = resolve_device(str(accelerator.device) if accelerator is not None
                                       else self.device)
+        if getattr(self, "mixed_precision", None) == "fp16" and self.device_ == "cpu":
+            raise ValueError(
+                "mixed_precision='fp16' needs a GPU, and device resolved to 'cpu' (device="
+                f"{self.device!r}). Use mixed_precision='bf16' on the CPU, or None.")
         seed = draw_seed(self.random_state)
         if accelerator is not None and accelerator.num_processes > 1:
             # the processes must share the seed: same validation rows, same partitions
             from accelerate.utils import broadcast_object_list
 
             seed = broadcast_object_list([seed])[0]
-        if reset or not hasattr(self, "seed_"):
+        # A continued fit (warm start, partial_fit) keeps its seed, and so its validation
+        # rows, unless an integer random_state says otherwise: the same integer draws the
+        # same seed, another one a new seed (random_state may change between warm fits).
+        if reset or not hasattr(self, "seed_") or (
+                isinstance(self.random_state, numbers.Integral)
+                and not isinstance(self.random_state, bool)):
             self.seed_ = seed
         return seed
 
@@ -380,6 +398,11 @@ class EstimatorBase(BaseEstimator):
                     "The 'callbacks' parameter must be a list of skorch callbacks or "
                     f"(name, callback) pairs; got an element {cb!r}."
                 )
+            if isinstance(cb, tuple) and cb[0] in _RESERVED_CALLBACK_NAMES:
+                raise ValueError(
+                    f"The callback name {cb[0]!r} is one that {type(self).__name__}'s own "
+                    "callbacks (or skorch's defaults) use; give the callback another name. "
+                    f"Reserved names: {', '.join(sorted(_RESERVED_CALLBACK_NAMES))}.")
             callback = cb[1] if isinstance(cb, tuple) else cb
             if isinstance(callback, EpochScoring):
                 key = callback.history_key()
@@ -395,6 +418,23 @@ class EstimatorBase(BaseEstimator):
                     "against skdiff's targets, which carry per-row weights and unlabelled rows; "
                     "use skdiff.callbacks.EpochScoring, which takes the same scoring argument "
                     "and scores the rows that count.")
+
+    def set_params(self, **params):
+        """Set the estimator's parameters (scikit-learn's ``set_params``).
+
+        ``callbacks`` is one parameter, a list: set it whole (``set_params(callbacks=[...])``;
+        in a search, ``param_grid={"callbacks": [[cb_a], [cb_b]]}``). skorch's routed names
+        for a callback's own parameters (``callbacks__<name>__<param>``) are refused with that
+        advice.
+        """
+        nested = sorted(key for key in params if key.startswith("callbacks__"))
+        if nested:
+            raise ValueError(
+                f"Invalid parameter {nested[0]!r} for {type(self).__name__}: 'callbacks' is one "
+                "parameter, a list of callbacks, whose elements are not addressed by name. "
+                "Set the whole list instead: set_params(callbacks=[...]), or in a search "
+                "param_grid={'callbacks': [[callback_a], [callback_b]]}.")
+        return super().set_params(**params)
 
     def _rng(self, seed=None):
         """Context manager: torch RNG seeded with ``seed`` (default: the fit seed)."""
@@ -997,16 +1037,24 @@ class NeuralEstimatorBase(EstimatorBase):
         (``KeyboardInterrupt``: training ends there, keeping the best weights so far, with a
         warning).
         """
+        if valid_ds is None:
+            self._check_monitors_without_validation()
         if module is not None:
             self.net_ = self._make_net(module, train_ds, valid_ds)
             self.net_.initialize()
         else:
             # a continued net trains with the estimator's current training parameters (those
-            # of _WARM_START_FREE that act on the net; the others are refused or unused)
-            self.net_.set_params(lr=self.lr, max_epochs=self.max_epochs,
-                                 optimizer__weight_decay=self.weight_decay,
+            # of _WARM_START_FREE that act on the net; the others are refused or unused).
+            # The optimiser's learning rate and weight decay are written only when they
+            # changed: skorch writes them into the optimiser's parameter groups, which would
+            # undo where a learning-rate scheduler among the callbacks has taken them (it
+            # continues from the epochs in the history, as in skorch's own warm start).
+            changed = {key: value for key, value in (
+                ("lr", self.lr), ("optimizer__weight_decay", self.weight_decay))
+                if not _same_value(self.net_.get_params()[key], value)}
+            self.net_.set_params(max_epochs=self.max_epochs,
                                  batch_size=self._net_kwargs()["batch_size"],
-                                 verbose=int(self.verbose > 1))
+                                 verbose=int(self.verbose > 1), **changed)
             self.net_.autocast_dtype = _AUTOCAST[getattr(self, "mixed_precision", None)]
             self._rebind_callbacks(train_ds, valid_ds)
         self.net_.set_params(
@@ -1095,12 +1143,37 @@ class NeuralEstimatorBase(EstimatorBase):
             f"'weight_decay' (currently {self.weight_decay}); the estimator was left as it "
             "was before this fit.")
 
+    def _check_monitors_without_validation(self):
+        """Refuse, before training, a user's callback that monitors a validation score
+        (skorch's ``EarlyStopping`` and ``Checkpoint`` do by default) in a fit that holds
+        out no validation rows, where the score never appears in the history."""
+        for i, item in enumerate(self.callbacks or ()):
+            name, cb = item if isinstance(item, tuple) else (f"callbacks[{i}]", item)
+            monitor = getattr(cb, "monitor", None)
+            if isinstance(monitor, str) and monitor.startswith("valid_"):
+                raise ValueError(
+                    f"The callback {name!r} ({type(cb).__name__}) monitors {monitor!r}, but "
+                    f"this fit holds out no validation rows (early_stopping="
+                    f"{self.early_stopping!r}). Set early_stopping=True to hold out "
+                    "validation_fraction of the rows, or give the callback a training score "
+                    "to monitor (monitor='train_loss' for EarlyStopping, "
+                    "'train_loss_best' for Checkpoint).")
+
     def _rebind_callbacks(self, train_ds, valid_ds):
         """Give a continued net this call's callbacks: the family's, bound to this call's
         datasets, and those of the current ``callbacks``, ``verbose``, ``early_stopping`` and
-        ``n_iter_no_change`` (all of them start their state afresh, as in a new fit)."""
+        ``n_iter_no_change``. All of them start afresh, as in a new fit, but early stopping's
+        score to beat, which stays the best of the earlier calls (:class:`ResumeEarlyStopping`)."""
         monitor, lower = ("train_loss", True) if valid_ds is None else self._monitor()
-        self.net_.callbacks = self._callbacks(
-            monitor=monitor, lower_is_better=lower,
-            extra=self._extra_callbacks(train_ds, valid_ds))
+        extra = tuple(self._extra_callbacks(train_ds, valid_ds))
+        previous = next((cb for _, cb in getattr(self.net_, "callbacks_", ())
+                         if isinstance(cb, EarlyStopping)), None)
+        if (self.early_stopping_ and previous is not None and previous.monitor == monitor
+                and np.isfinite(getattr(previous, "dynamic_threshold_", np.inf))):
+            # the weights this call starts from are the best so far: keep them unless an
+            # epoch of this call beats their score
+            extra += (("resume_early_stopping", ResumeEarlyStopping(
+                monitor, previous.dynamic_threshold_, previous.best_epoch_)),)
+        self.net_.callbacks = self._callbacks(monitor=monitor, lower_is_better=lower,
+                                              extra=extra)
         self.net_.initialize_callbacks()

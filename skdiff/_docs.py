@@ -91,7 +91,7 @@ n_threads : int or None
 mixed_precision : {"bf16", "fp16"} or None
     Run the network's forward passes, in training and prediction, under
     :func:`torch.autocast` with this dtype (losses stay in float32); ``None`` runs in
-    float32. bf16 suits CPUs and recent GPUs; fp16 needs a GPU.
+    float32. bf16 suits CPUs and recent GPUs; fp16 needs a GPU (refused on the CPU).
 accelerator : accelerate.Accelerator or None
     Train through Hugging Face Accelerate (skorch's ``AccelerateMixin``): data-parallel
     training over the processes of ``accelerate launch`` and the accelerator's mixed

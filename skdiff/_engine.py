@@ -38,6 +38,7 @@ __all__ = [
     "EpochProgress",
     "FiniteLossGuard",
     "Net",
+    "ResumeEarlyStopping",
     "TrainingDivergedError",
     "atomic_write",
     "draw_seed",
@@ -202,6 +203,39 @@ class StartAsEpochZero(Callback):
         stopper = getattr(self, "stopper_", None)
         net.start_kept_ = stopper is not None and stopper.best_epoch_ == 0
         self.stopper_ = None
+
+
+class ResumeEarlyStopping(Callback):
+    """Carry early stopping's best score into a continued training call.
+
+    A warm start or ``partial_fit`` continues from the weights the previous call ended on,
+    which early stopping (``load_best``) had set to the best epoch so far. skorch's
+    :class:`~skorch.callbacks.EarlyStopping` starts every call afresh; with this callback the
+    score to beat is the previous calls' best and the continued weights are the best
+    weights, so the call ends on the best weights seen over all calls (each epoch scored
+    on its own call's validation rows). A callback that already offered this call's start
+    (:class:`StartAsEpochZero`, which measures it on this call's rows) takes precedence.
+    """
+
+    def __init__(self, monitor, threshold, best_epoch):
+        self.monitor = monitor
+        self.threshold = threshold
+        self.best_epoch = best_epoch
+
+    def on_train_begin(self, net, **kwargs):
+        self.pending_ = True
+
+    def on_epoch_begin(self, net, **kwargs):
+        if not getattr(self, "pending_", False):
+            return
+        self.pending_ = False
+        stopper = next((cb for _, cb in net.callbacks_ if isinstance(cb, EarlyStopping)), None)
+        if (stopper is None or stopper.monitor != self.monitor or not stopper.load_best
+                or stopper.best_model_weights_ is not None):
+            return
+        stopper.dynamic_threshold_ = self.threshold
+        stopper.best_model_weights_ = deepcopy(net.module_.state_dict())
+        stopper.best_epoch_ = self.best_epoch
 
 
 class EpochProgress(Callback):

@@ -91,3 +91,11 @@ def test_flowformer_classifier():
     y = (X[:, -1] > X[:, -2]).astype(int)  # rising or falling at the end of the window
     clf = FlowformerClassifier(mixed_precision="bf16", max_epochs=20, random_state=0)
     assert clf.fit(X[:300], y[:300]).score(X[300:], y[300:]) > 0.8
+
+
+def test_fp16_on_the_cpu_is_refused_with_bf16_as_the_fix():
+    X, y = _windows()
+    with pytest.raises(ValueError, match=r"mixed_precision='fp16' needs a GPU, and device "
+                                         r"resolved to 'cpu' \(device='cpu'\)\. Use "
+                                         r"mixed_precision='bf16'"):
+        FlowformerRegressor(mixed_precision="fp16", max_epochs=1, device="cpu").fit(X, y)

@@ -15,6 +15,7 @@ import warnings
 import numpy as np
 import pytest
 import torch
+from sklearn.base import clone
 from sklearn.exceptions import NotFittedError
 from skorch.callbacks import Callback
 
@@ -144,6 +145,52 @@ def test_a_warm_start_trains_with_the_current_training_parameters(series):
     reg.set_params(batch_size=64, max_epochs=2, lr=5e-4, callbacks=[Batches()]).fit(X, y)
     assert max(seen) == 64 and len(reg.history_) == 3
     assert reg.net_.optimizer_.param_groups[0]["lr"] == pytest.approx(5e-4)
+
+
+def test_a_warm_start_continues_a_learning_rate_schedule():
+    # the continued net keeps the learning rate its scheduler left, as skorch's warm start:
+    # cosine annealing over 3 epochs continues past its minimum instead of restarting from
+    # lr with the scheduler's recursive steps (which drove it to 5 x lr)
+    from skorch.callbacks import LRScheduler
+    from torch.optim.lr_scheduler import CosineAnnealingLR
+
+    rng = np.random.RandomState(0)
+    X = rng.normal(size=(60, 4))
+    y = (X[:, 0] > 0).astype(int)
+    clf = DIFFormerClassifier(hidden_dim=8, n_layers=1, max_epochs=3, lr=3e-3, warm_start=True,
+                              random_state=0,
+                              callbacks=[LRScheduler(CosineAnnealingLR, T_max=3)])
+    clf.fit(X, y).fit(X, y)
+    lrs = [row["event_lr"] for row in clf.history_]
+    np.testing.assert_allclose(lrs, [3e-3, 2.25e-3, 7.5e-4, 0.0, 7.5e-4, 2.25e-3], atol=1e-12)
+    # a learning rate changed between the fits is applied
+    clf.set_params(lr=1e-3, callbacks=None).fit(X, y)
+    assert clf.net_.optimizer_.param_groups[0]["lr"] == pytest.approx(1e-3)
+
+
+def test_partial_fit_with_early_stopping_ends_on_the_best_weights_of_all_calls():
+    from copy import deepcopy
+
+    from sklearn.datasets import make_classification
+
+    X, y = make_classification(120, 5, n_informative=3, random_state=0)
+    states = []
+
+    class Spy(Callback):
+        def on_epoch_end(self, net, **kwargs):
+            states.append(deepcopy(net.module_.state_dict()))
+
+    clf = DIFFormerClassifier(n_layers=1, hidden_dim=16, lr=0.05, early_stopping=True,
+                              validation_fraction=0.3, random_state=0,
+                              callbacks=[("spy", Spy())])
+    for _ in range(6):
+        clf.partial_fit(X, y, classes=[0, 1])
+        scores = clf.history_[:, "valid_score"]
+        best = int(np.argmax(scores))  # the first of a tie, as early stopping keeps it
+        kept = clf.module_.state_dict()
+        assert all(torch.equal(states[best][k], v) for k, v in kept.items())
+    # the run this checks: an early best that later calls do not beat
+    assert best < len(scores) - 1
 
 
 def test_a_warm_start_of_difformer_refuses_a_new_network_size():
@@ -683,3 +730,58 @@ def test_the_noise_of_a_one_row_fit_is_not_a_divergence():
     with pytest.raises(TrainingDivergedError, match="far above where it started"):
         DIFFormerRegressor(max_epochs=30, lr=1.0, random_state=0, device="cpu").fit(
             Xr, Xr[:, 0] ** 2)
+
+
+def _small_classification():
+    rng = np.random.RandomState(0)
+    X = rng.normal(size=(60, 4))
+    return X, (X[:, 0] > 0).astype(int)
+
+
+@pytest.mark.parametrize("callback, key", [
+    ("EarlyStopping", "valid_loss"), ("Checkpoint", "valid_loss_best")])
+def test_a_callback_monitoring_validation_without_validation_rows_is_refused(
+        callback, key, tmp_path):
+    import skorch.callbacks
+
+    X, y = _small_classification()
+    kwargs = {"dirname": str(tmp_path)} if callback == "Checkpoint" else {}
+    cb = getattr(skorch.callbacks, callback)(**kwargs)
+    clf = DIFFormerClassifier(hidden_dim=8, n_layers=1, max_epochs=2, callbacks=[cb])
+    with pytest.raises(ValueError, match=rf"monitors '{key}', but this fit holds out no "
+                                         r"validation rows \(early_stopping='auto'\)\. Set "
+                                         "early_stopping=True"):
+        clf.fit(X, y)
+    assert not hasattr(clf, "net_")
+    clf.set_params(early_stopping=True, validation_fraction=0.3).fit(X, y)  # rows held out
+    assert key.removesuffix("_best") in clf.history_[-1]
+
+
+def test_callbacks_are_set_whole_and_not_under_reserved_names():
+    from skorch.callbacks import GradientNormClipping
+
+    X, y = _small_classification()
+    clf = DIFFormerClassifier(hidden_dim=8, n_layers=1, max_epochs=2,
+                              callbacks=[("clip", GradientNormClipping(1.0))])
+    with pytest.raises(ValueError, match=r"Invalid parameter 'callbacks__clip__gradient_clip_"
+                                         r"value'.*set_params\(callbacks=\[\.\.\.\]\)"):
+        clf.set_params(callbacks__clip__gradient_clip_value=0.5)
+    for name in ("reshuffle", "restore_lowest_loss", "train_loss"):
+        clf.set_params(callbacks=[(name, GradientNormClipping(1.0))])
+        with pytest.raises(ValueError, match=rf"The callback name '{name}' is one that "
+                                             "DIFFormerClassifier's own callbacks"):
+            clf.fit(X, y)
+
+
+def test_a_warm_start_takes_a_new_integer_random_state():
+    X, y = _small_classification()
+    kw = dict(hidden_dim=8, n_layers=1, max_epochs=3, dropout=0.3, warm_start=True)
+    a = DIFFormerClassifier(**kw, random_state=0).fit(X, y)
+    b = clone(a).fit(X, y)
+    seed = a.seed_
+    a.set_params(random_state=1).fit(X, y)
+    b.fit(X, y)
+    assert a.seed_ != seed and b.seed_ == seed
+    assert not np.allclose(a.predict_proba(X), b.predict_proba(X))
+    c = clone(b).set_params(random_state=0).fit(X, y).fit(X, y)  # the same integer: same run
+    np.testing.assert_array_equal(c.predict_proba(X), b.predict_proba(X))

@@ -452,6 +452,7 @@ class NDPRegressor(RegressorMixin, EstimatorBase):
             y_context = y_context - self._trend_at(self.X_train_)
         self.x_lengthscales_ = None if gp is None or not gp.ard else gp.lengthscales
         self.x_compression_ = self._choose_compression(y_context, y[idx])
+        self._warn_context_outside_bounds()
         self._set_target_scale(y_context, y[idx])
         self.y_train_ = (y_context - self.y_mean_) / self.y_std_
         with np.errstate(over="ignore"):  # inf for targets beyond float64's squares
@@ -462,6 +463,25 @@ class NDPRegressor(RegressorMixin, EstimatorBase):
         self.context_posterior_ = (self._context_posterior(gp, prior_noise)
                                    if self.alpha_ else None)
         return self
+
+    def _warn_context_outside_bounds(self):
+        """Warn when given ``x_bounds`` leave training points far outside the prior's
+        domain (as ``_check_X`` warns of such query points): the prior never saw inputs
+        there, so even the predictions at those very points are extrapolations."""
+        if self.x_bounds is None or self.x_bounds_ is None:
+            return
+        offset, scale = self._input_map(self.X_train_)
+        far = self._far_outside((self.X_train_ - offset) * scale)
+        if far.any():
+            lo, hi = self.X_train_.min(0), self.X_train_.max(0)
+            warnings.warn(
+                f"{int(far.sum())} of the {len(far)} training points lie far outside "
+                f"'x_bounds' (training X spans {np.round(lo, 4).tolist()} to "
+                f"{np.round(hi, 4).tolist()} per feature; x_bounds="
+                f"{self.x_bounds_.tolist()}); the prior was never trained there, and even "
+                "the predictions at those points are extrapolations. Widen 'x_bounds' to "
+                "cover the training points, or leave it None to map the training and query "
+                "points of each call into the domain.", UserWarning, stacklevel=4)
 
     def _set_target_scale(self, y, values):
         """``y_mean_`` and ``y_std_``: the standardisation of ``y`` (identity without

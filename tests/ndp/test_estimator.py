@@ -193,6 +193,12 @@ def test_bad_input(data):
         fitted.predict(np.c_[Xt, Xt])
     with pytest.warns(UserWarning, match="far outside 'x_bounds'"):
         clone(fitted).set_params(x_bounds=(-2, 2)).fit(X, y).predict(Xt[:2] + 50)
+    with pytest.warns(UserWarning, match=r"9 of the 9 training points lie far outside "
+                                         r"'x_bounds' .*Widen 'x_bounds' to cover"):
+        clone(est).set_params(x_bounds=(10, 20)).fit(X, y)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # inside, or within an eighth of the width: no warning
+        clone(est).set_params(x_bounds=(X.min() + 0.1, X.max())).fit(X, y)
     with pytest.raises(ValueError, match="pretrained=True"):
         NDPRegressor(hidden_dim=32).fit(X, y)
     with pytest.raises(ValueError, match="x_bounds"):
