@@ -261,6 +261,7 @@ def _curated(est):
         c["x_margin"] = [("1e-300", 1e-300, "either", {})]
         c["x_scaling"] = [("'box'", "box", "ok", {})]
         c["x_compression"] = [("1", 1, "ok", {}), ("10", 10.0, "ok", {})]
+        c["x_shrink"] = [("1", 1, "ok", {}), ("4", 4.0, "ok", {})]
         c["alpha"] = [("0.5", 0.5, "ok", {}), ("0", 0.0, "ok", {})]
         c["trend"] = [("'linear'", "linear", "either", {})]
         c["max_context"] = [("2", 2, "ok", {})]

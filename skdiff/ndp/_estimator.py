@@ -104,8 +104,10 @@ class NDPRegressor(RegressorMixin, EstimatorBase):
     at the query points by RePaint conditioning (:func:`skdiff.diffusion.conditional_sample`),
     all Monte Carlo samples in one batch. For each call, the inputs are mapped affinely, per
     feature, into the prior's domain :math:`[-2, 2]^D`: the smallest box holding the context
-    *and the call's query points* is sent to ``x_margin`` times the domain (or the box
-    ``x_bounds``, when given, to the whole domain). Queries anywhere in the region of
+    *and the call's query points* is sent to ``x_margin`` times the domain, at most at the
+    context box's scale shrunk by ``x_shrink_`` (a smooth context is seen at the
+    lengthscales of the prior's functions), or the box ``x_bounds``, when given, to the
+    whole domain. Queries anywhere in the region of
     interest therefore land where the prior was trained, in any units; the prior's
     lengthscales are relative to that box. ``predict``, ``sample_posterior`` and
     ``log_likelihood`` use the same map for the same query points.
@@ -202,6 +204,17 @@ class NDPRegressor(RegressorMixin, EstimatorBase):
         comes with a large amplitude (a steep trend along a feature) is not compressed
         further than the prior's functions can follow. A number fixes the cap (1 is the
         box map). ``x_compression_`` holds the cap in use.
+    x_shrink : "auto" or float >= 1, default="auto"
+        With ``x_bounds=None``, how much the input map shrinks the context's box below
+        ``x_margin`` of the domain (every feature alike): the prior's lengthscales are
+        relative to the mapped box, so a function smoother than the prior's typical draw
+        is seen, shrunk, at the lengthscales its functions have. ``"auto"``: chosen in
+        ``fit`` among 1, 1.25, 1.5, 2, 2.5, 3 and 4 as the factor under which the prior
+        finds the context most probable (its marginal likelihood, as for
+        ``x_compression``; ties go to the smaller factor); a number fixes it (1: the box
+        map). A call keeps that scale for its query points unless they need a wider box to
+        fit into ``x_margin`` of the domain, which then maps them as with 1.
+        ``x_shrink_`` holds the factor in use.
     alpha : "auto" or float >= 0, default="auto"
         Variance of the observation noise of ``y`` beyond the prior's own, in the units of
         ``y`` (as :class:`~sklearn.gaussian_process.GaussianProcessRegressor`'s ``alpha``
@@ -301,6 +314,9 @@ class NDPRegressor(RegressorMixin, EstimatorBase):
     x_compression_ : float or None
         With ARD lengthscales (``x_lengthscales_``), the most the input map compresses a
         feature (``x_compression``, or the cap it chose); else ``None``.
+    x_shrink_ : float or None
+        With ``x_bounds=None`` and a GP prior, the factor by which the input map shrinks the
+        context's box (``x_shrink``, or the factor it chose); else ``None``.
     y_mean_, y_std_ : float
         The target standardisation: the context's mean and amplitude estimate (step 1),
         or the family's mean and standard deviation for a prior trained on functions.
@@ -374,6 +390,7 @@ class NDPRegressor(RegressorMixin, EstimatorBase):
         "x_margin": [Interval(numbers.Real, 0, 1, closed="right")],
         "x_scaling": [StrOptions({"ard", "box"})],
         "x_compression": [StrOptions({"auto"}), Interval(numbers.Real, 1, None, closed="left")],
+        "x_shrink": [StrOptions({"auto"}), Interval(numbers.Real, 1, None, closed="left")],
         "alpha": [StrOptions({"auto"}), Interval(numbers.Real, 0, None, closed="left")],
         "trend": [StrOptions({"constant", "linear"})],
         "predict_noise": ["boolean"],
@@ -397,9 +414,10 @@ class NDPRegressor(RegressorMixin, EstimatorBase):
 
     def __init__(self, *, prior="gp", pretrained=True, sampler="auto", n_sampling_steps=None,
                  n_resample=4, n_samples=64, x_bounds=None, x_margin=0.9, x_scaling="ard",
-                 x_compression="auto", alpha="auto", trend="constant", predict_noise=True,
-                 normalize_y=True, max_context=128, predict_batch_size=64, hidden_dim=None,
-                 n_layers=None, n_heads=None, max_epochs=20, steps_per_epoch=250, lr=1e-3,
+                 x_compression="auto", x_shrink="auto", alpha="auto", trend="constant",
+                 predict_noise=True, normalize_y=True, max_context=128, predict_batch_size=64,
+                 hidden_dim=None, n_layers=None, n_heads=None, max_epochs=20,
+                 steps_per_epoch=250, lr=1e-3,
                  batch_size=32, cache_dir=None, device="auto", n_threads=None, random_state=None,
                  verbose=0, callbacks=None):
         self._init_params(locals())
@@ -451,7 +469,9 @@ class NDPRegressor(RegressorMixin, EstimatorBase):
         if self._trend is not None:
             y_context = y_context - self._trend_at(self.X_train_)
         self.x_lengthscales_ = None if gp is None or not gp.ard else gp.lengthscales
+        self._set_context_scale()
         self.x_compression_ = self._choose_compression(y_context, y[idx])
+        self.x_shrink_ = self._choose_shrink(y_context, y[idx])
         self._warn_context_outside_bounds()
         self._set_target_scale(y_context, y[idx])
         self.y_train_ = (y_context - self.y_mean_) / self.y_std_
@@ -828,6 +848,49 @@ class NDPRegressor(RegressorMixin, EstimatorBase):
                 scores.append(self._context_log_evidence((y - self.y_mean_) / self.y_std_))
         return self._ARD_CAPS[int(np.argmax(scores))]  # the first, smallest, of a tie
 
+    #: The factors ``x_shrink="auto"`` chooses among.
+    _SHRINKS = (1.0, 1.25, 1.5, 2.0, 2.5, 3.0, 4.0)
+
+    def _set_context_scale(self):
+        """``_context_scale_``: the scale (per feature) that maps the context's box to
+        ``x_margin`` of the domain, ``inf`` for a feature constant over the context (which
+        the shrink then leaves to the call's box); ``x_shrink_`` starts at 1 (the box map)
+        while the ARD cap is chosen."""
+        self.x_shrink_ = None
+        self._context_scale_ = None
+        if self.x_bounds_ is not None or self.prior_config_.from_functions:
+            return
+        domain = self.prior_config_.domain
+        half = (domain[1] - domain[0]) / 2 * self.x_margin
+        lo, hi = self.X_train_.min(0), self.X_train_.max(0)
+        _, scale = box_to_domain(lo, hi, (-half, half))
+        self._context_scale_ = np.where(hi > lo, scale, np.inf)
+        self.x_shrink_ = 1.0
+
+    def _choose_shrink(self, y, values):
+        """``x_shrink_``: the factor by which the map shrinks the context's box, chosen as
+        the cap of :meth:`_choose_compression` is: for each factor of ``_SHRINKS``, the
+        scale ``y_std_`` the context's spread implies at the shrunk inputs and the prior's
+        log evidence of the standardised context there, counted in the units of ``y``. A
+        wider box (factor 1) spreads the points farther apart in the prior's units, where
+        the prior's functions vary more between them; a smooth context is more probable
+        shrunk, a rough one is not. None without a box map (``x_bounds``, a prior trained on
+        functions)."""
+        if self._context_scale_ is None:
+            return None
+        if self.x_shrink != "auto":
+            return float(self.x_shrink)
+        if len(y) < 2 or np.ptp(y) == 0 or not np.isfinite(self._context_scale_).any():
+            return 1.0
+        scores = []
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", UserWarning)
+            for factor in self._SHRINKS:
+                self.x_shrink_ = factor
+                self._set_target_scale(y, values)
+                scores.append(self._context_log_evidence((y - self.y_mean_) / self.y_std_))
+        return self._SHRINKS[int(np.argmax(scores))]  # the first, smallest, of a tie
+
     def _context_log_evidence(self, z):
         """The prior's log evidence of the context standardised to ``z``, at its inputs
         under the current map, counted in the units of ``y`` (less ``n log y_std_``)."""
@@ -837,9 +900,10 @@ class NDPRegressor(RegressorMixin, EstimatorBase):
 
     def _input_map(self, points):
         """(offset, scale) of the affine map ``z = (x - offset) * scale`` into the domain:
-        ``x_bounds_`` to the whole domain, else the box of ``points`` to ``x_margin`` of it;
-        with ARD lengthscales, every feature then compressed about the domain's centre so
-        that all have the shortest one's lengthscale in the domain (``x_scaling``)."""
+        ``x_bounds_`` to the whole domain, else the box of ``points`` to ``x_margin`` of it,
+        at most at the context's scale shrunk by ``x_shrink_``; with ARD lengthscales,
+        every feature then compressed about the domain's centre so that all have the
+        shortest one's lengthscale in the domain (``x_scaling``)."""
         domain = self.prior_config_.domain
         if self.x_bounds_ is not None:
             offset, scale = box_to_domain(self.x_bounds_[:, 0], self.x_bounds_[:, 1], domain)
@@ -847,6 +911,13 @@ class NDPRegressor(RegressorMixin, EstimatorBase):
             centre, half = sum(domain) / 2, (domain[1] - domain[0]) / 2 * self.x_margin
             offset, scale = box_to_domain(points.min(0), points.max(0),
                                           (centre - half, centre + half))
+            shrink = getattr(self, "x_shrink_", None)
+            if shrink is not None and shrink > 1:
+                # the fit's shrunk scale of the context, unless the call's points need a
+                # wider box; about the centre of the call's box
+                x_centre = offset + centre / scale
+                scale = np.minimum(scale, self._context_scale_ / shrink)
+                offset = x_centre - centre / scale
         lengthscales = self.x_lengthscales_
         if lengthscales is None:
             return offset, scale

@@ -103,9 +103,16 @@ def test_affine_equivariance_of_the_maps(data):
     m1, s1 = moved.predict(10 * Xt + 3, return_std=True)
     np.testing.assert_allclose(m1, 5 * m0 - 100, rtol=1e-4, atol=1e-3)
     np.testing.assert_allclose(s1, 5 * s0, rtol=1e-4, atol=1e-4)
-    # documented map: the box of the context and the queries -> 0.9 * [-2, 2]
+    # documented map: the box of the context and the queries -> 0.9 * [-2, 2], at most at
+    # the context box's scale shrunk by x_shrink_, about the centre of the call's box
     Zc, Zq, _ = base._check_X(Xt)
     both = np.r_[Zc, Zq]
+    ptp_all, ptp_context = np.ptp(np.r_[X, Xt]), np.ptp(X)
+    scale = min(3.6 / ptp_all, 3.6 / ptp_context / base.x_shrink_)
+    assert np.ptp(both) == pytest.approx(ptp_all * scale)
+    assert both.min() + both.max() == pytest.approx(0.0, abs=1e-9)
+    one = NDPRegressor(random_state=0, x_shrink=1, **FAST).fit(X, y)
+    both = np.r_[one._check_X(Xt)[:2]]
     assert both.min() == pytest.approx(-1.8) and both.max() == pytest.approx(1.8)
     np.testing.assert_array_equal(base.X_train_, X)
     # y: centred, and scaled to the spread the prior's functions show at the mapped context
@@ -477,8 +484,8 @@ def test_ard_input_map_weighs_features_by_their_lengthscales():
     X = rng.uniform(size=(50, 2)) * [1.0, 100.0]
     y = np.sin(7 * X[:, 0])
     Xc, yc, Xq, yq = X[:20], y[:20], X[20:], y[20:]
-    ard = NDPRegressor(random_state=0, **FAST).fit(Xc, yc)
-    box = NDPRegressor(random_state=0, x_scaling="box", **FAST).fit(Xc, yc)
+    ard = NDPRegressor(random_state=0, x_shrink=1, **FAST).fit(Xc, yc)
+    box = NDPRegressor(random_state=0, x_scaling="box", x_shrink=1, **FAST).fit(Xc, yc)
     assert box.x_lengthscales_ is None
     l0, l1 = ard.x_lengthscales_
     assert 0.1 < l0 < 1 and l1 > 1000  # feature 1 is irrelevant: ML-II sends it to its bound
@@ -495,7 +502,8 @@ def test_ard_input_map_weighs_features_by_their_lengthscales():
     mse_box = np.mean((box.predict(Xq) - yq) ** 2)
     assert mse_ard < 0.1 < mse_box and mse_ard < mse_box / 3
     # rescaling and shifting a feature changes nothing but the units
-    moved = NDPRegressor(random_state=0, **FAST).fit(Xc * [3.0, 0.01] + [1.0, -5.0], yc)
+    moved = NDPRegressor(random_state=0, x_shrink=1, **FAST).fit(
+        Xc * [3.0, 0.01] + [1.0, -5.0], yc)
     np.testing.assert_allclose(moved.x_lengthscales_, ard.x_lengthscales_ * [3.0, 0.01],
                                rtol=1e-3)
     np.testing.assert_allclose(moved.predict(Xq * [3.0, 0.01] + [1.0, -5.0]),
@@ -689,3 +697,42 @@ def test_points_that_all_share_one_input_read_their_spread_as_noise():
     with warnings.catch_warnings():
         warnings.simplefilter("error")  # an explicit alpha is applied, not refused
         assert NDPRegressor(random_state=0, alpha=0.1).fit(X, y).alpha_ == 0.1
+
+
+def test_the_input_map_shrinks_a_smooth_context_by_the_most_probable_factor():
+    """x_shrink="auto" against its definition: the factor of ``_SHRINKS`` under which the
+    prior's evidence of the context (in the units of y) is highest. A smooth draw
+    (lengthscale 0.3 of the interval) is most probable shrunk, a rough one (0.05) at the
+    box map; a call keeps the shrunk scale for queries inside the context's reach and widens
+    it only for queries that need it; x_shrink=1 is the box map."""
+    def task(lengthscale, seed):
+        d = make_gp_functions(1, 12, kernel="se", lengthscale=4 * lengthscale,
+                              noise=0.02 ** 2, random_state=seed)
+        return (d.X[0] + 2.0) * 250.0, 0.37 + 1e-3 * d.y[0]
+
+    X, y = task(0.3, 1)
+    auto = NDPRegressor(random_state=0, **FAST).fit(X, y)
+    scores = {}
+    for factor in NDPRegressor._SHRINKS:
+        fixed = NDPRegressor(x_shrink=factor, random_state=0, **FAST).fit(X, y)
+        assert fixed.x_shrink_ == factor
+        offset, scale = fixed._input_map(X)
+        scores[factor] = (fixed.prior_config_.log_evidence((X - offset) * scale,
+                                                            fixed.y_train_)
+                          - len(y) * np.log(fixed.y_std_))
+    assert auto.x_shrink_ == max(scores, key=scores.get) > 1
+    # the map: the context's box at x_margin of the domain, shrunk about the call's centre
+    one = NDPRegressor(x_shrink=1, random_state=0, **FAST).fit(X, y)
+    _, box_scale = one._input_map(X)
+    offset, scale = auto._input_map(X)
+    np.testing.assert_allclose(scale, box_scale / auto.x_shrink_)
+    np.testing.assert_allclose(offset, (X.min() + X.max()) / 2)  # to the domain's centre
+    # a query beyond the shrunk reach widens the box as the box map does
+    far = np.array([[X.max() + 10 * np.ptp(X)]])
+    np.testing.assert_allclose(auto._input_map(np.r_[X, far])[1],
+                               one._input_map(np.r_[X, far])[1])
+    # rough functions stay at the box map; x_bounds has no shrink
+    assert NDPRegressor(random_state=0, **FAST).fit(*task(0.05, 2)).x_shrink_ == 1.0
+    assert NDPRegressor(x_bounds=(0, 1000), **FAST).fit(X, y).x_shrink_ is None
+    with pytest.raises(ValueError, match="'x_shrink' parameter of NDPRegressor"):
+        NDPRegressor(x_shrink=0.5).fit(X, y)
