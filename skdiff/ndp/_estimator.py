@@ -838,15 +838,22 @@ class NDPRegressor(RegressorMixin, EstimatorBase):
             return None
         if self.x_compression != "auto":
             return float(self.x_compression)
+        return self._most_probable("x_compression_", self._ARD_CAPS, y, values)
+
+    def _most_probable(self, attribute, candidates, y, values):
+        """The value of the map's ``attribute`` among ``candidates`` (increasing) under
+        which the prior finds the context most probable: each sets the map, and through it
+        ``y_std_``; the score is :meth:`_context_log_evidence` of the context standardised
+        with it. Ties go to the first, smallest, candidate."""
         scores = []
         with warnings.catch_warnings():
             # the scale's warnings (an exactly linear y) come once, from fit's own call
             warnings.simplefilter("ignore", UserWarning)
-            for cap in self._ARD_CAPS:
-                self.x_compression_ = cap
+            for value in candidates:
+                setattr(self, attribute, value)
                 self._set_target_scale(y, values)
                 scores.append(self._context_log_evidence((y - self.y_mean_) / self.y_std_))
-        return self._ARD_CAPS[int(np.argmax(scores))]  # the first, smallest, of a tie
+        return candidates[int(np.argmax(scores))]
 
     #: The factors ``x_shrink="auto"`` chooses among.
     _SHRINKS = (1.0, 1.25, 1.5, 2.0, 2.5, 3.0, 4.0)
@@ -882,14 +889,7 @@ class NDPRegressor(RegressorMixin, EstimatorBase):
             return float(self.x_shrink)
         if len(y) < 2 or np.ptp(y) == 0 or not np.isfinite(self._context_scale_).any():
             return 1.0
-        scores = []
-        with warnings.catch_warnings():
-            warnings.simplefilter("ignore", UserWarning)
-            for factor in self._SHRINKS:
-                self.x_shrink_ = factor
-                self._set_target_scale(y, values)
-                scores.append(self._context_log_evidence((y - self.y_mean_) / self.y_std_))
-        return self._SHRINKS[int(np.argmax(scores))]  # the first, smallest, of a tie
+        return self._most_probable("x_shrink_", self._SHRINKS, y, values)
 
     def _context_log_evidence(self, z):
         """The prior's log evidence of the context standardised to ``z``, at its inputs
