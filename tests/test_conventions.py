@@ -298,6 +298,14 @@ def test_ncl_layout_equals_the_transposed_nlc_array():
     with pytest.warns(UserWarning, match="pass layout='NCL'") as caught:
         FlowformerRegressor(**{**FLOW, "max_epochs": 1}).fit(X.transpose(0, 2, 1), y)
     assert caught[0].filename == __file__  # the warning points at the caller's line
+    # the mirror mistake: an (n, L, C) array passed as "NCL"
+    with pytest.warns(UserWarning) as caught:
+        FlowformerRegressor(**{**FLOW, "max_epochs": 1}, layout="NCL").fit(X, y)
+    assert str(caught[0].message) == (
+        "X of shape (80, 20, 3) is read as (samples, channels, length) (layout='NCL'): 3 "
+        "time steps of 20 channels. If it is (samples, length, channels), as tslearn stores "
+        "series, pass layout='NLC'.")
+    assert caught[0].filename == __file__
 
 
 @pytest.mark.parametrize("Est", [FlowformerRegressor, FlowformerClassifier])

@@ -105,8 +105,8 @@ patch_stride : int or None
     last value when the patches do not tile it exactly.
 layout : {"NLC", "NCL"}
     Axis order of 3-D ``X``: ``"NLC"`` (samples, length, channels: the tslearn convention)
-    or ``"NCL"`` (samples, channels, length: sktime's and aeon's). ``fit`` warns when an
-    ``"NLC"`` array looks transposed (one step, or fewer steps than channels).
+    or ``"NCL"`` (samples, channels, length: sktime's and aeon's). ``fit`` warns when the
+    array looks transposed for its ``layout`` (one step, or fewer steps than channels).
 inference_dtype : {"auto", "float32", "float64"}
     Precision of ``predict`` and ``sample_posterior``. In float64 a row's prediction does
     not depend on the other rows of the call (float32 matrix products round differently
@@ -237,12 +237,19 @@ class _FlowformerBase(NeuralEstimatorBase):
                 f"got an array of shape {X.shape}.")
         if X.ndim == 2:
             X = X[:, :, None]
-        elif reset and self.layout == "NLC" and (X.shape[1] == 1 or X.shape[1] < X.shape[2]):
+        elif reset and (X.shape[1] == 1 or X.shape[1] < X.shape[2]):
+            # one step, or fewer steps than channels: likely the other layout's array
+            n, L, C = X.shape
+            if self.layout == "NLC":
+                shape, read, other, who = (n, L, C), "(samples, length, channels)", "NCL", \
+                    "(samples, channels, length), as sktime and aeon store series"
+            else:
+                shape, read, other, who = (n, C, L), "(samples, channels, length)", "NLC", \
+                    "(samples, length, channels), as tslearn stores series"
             warnings.warn(
-                f"X of shape {X.shape} is read as (samples, length, channels): {X.shape[1]} "
-                f"time steps of {X.shape[2]} channels. If it is (samples, channels, length), "
-                "as sktime and aeon store series, pass layout='NCL'.", UserWarning,
-                stacklevel=caller_stacklevel())
+                f"X of shape {shape} is read as {read} (layout={self.layout!r}): {L} time "
+                f"steps of {C} channels. If it is {who}, pass layout={other!r}.",
+                UserWarning, stacklevel=caller_stacklevel())
         if reset:
             self.n_channels_in_ = X.shape[2]
             self.sequence_length_ = X.shape[1]
