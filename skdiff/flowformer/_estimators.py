@@ -421,7 +421,12 @@ class FlowformerRegressor(RegressorTask, _FlowformerBase):
         detached encoder features (heteroscedastic aleatoric uncertainty that does not slow
         the fit of the mean); samples are draws from those Gaussians, with the standard
         deviation of each output rescaled so that 90 % intervals cover 90 % of the
-        early-stopping validation rows (when there are at least 20; ``std_scale_``).
+        early-stopping validation rows (``std_scale_``). That needs at least 20 validation
+        rows: with ``early_stopping=True`` and the default ``validation_fraction=0.1``, 191
+        rows or more (for fewer, raise ``validation_fraction`` to ``20 / n_rows``). Without
+        them (fewer rows, or ``early_stopping=False``) ``std_scale_`` is exactly 1 and the
+        intervals are the head's own, fitted to the training rows and usually too narrow
+        on new ones.
         ``"mc_dropout"``: trained by mean squared error; samples are forward passes with
         dropout active (epistemic uncertainty only, usually far narrower than the forecast
         error).
@@ -435,8 +440,10 @@ class FlowformerRegressor(RegressorTask, _FlowformerBase):
     n_outputs_ : int
         Columns of ``y`` (1 for 1-D ``y``).
     std_scale_ : ndarray of shape (n_outputs,)
-        Calibration factor of the Gaussian head's std, fitted on the validation rows
-        (ones when there are none or with ``uncertainty="mc_dropout"``).
+        Calibration factor of the Gaussian head's std, fitted on the validation rows;
+        exactly ones where the intervals are not calibrated: fewer than 20 validation rows
+        (below 191 rows at ``validation_fraction=0.1``), ``early_stopping=False``, or
+        ``uncertainty="mc_dropout"``.
     encoder_used_ : bool
         Whether ``predict`` adds the encoder's correction to the ridge forecast of the
         ``"window"`` skip. ``False`` unless the correction lowers the mean squared error on

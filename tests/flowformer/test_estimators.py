@@ -200,6 +200,22 @@ def test_auto_patches_for_long_sequences_only():
                                                       rng.normal(size=40))
 
 
+def test_gaussian_intervals_are_calibrated_from_20_validation_rows():
+    # as documented: 191 rows at validation_fraction=0.1 (20 validation rows), 20 / n_rows
+    # below that; std_scale_ is exactly 1 without them or without early stopping
+    X, y = make_windows(np.cumsum(np.random.RandomState(0).normal(size=400)), 24, 4)
+    kw = dict(hidden_dim=8, n_heads=2, n_layers=1, max_epochs=1, random_state=0,
+              device="cpu")
+
+    def scale(n, **params):
+        return FlowformerRegressor(**kw, **params).fit(X[:n], y[:n]).std_scale_
+
+    assert np.all(scale(190) == 1.0)
+    assert np.all(scale(300, early_stopping=False) == 1.0)
+    assert np.all(scale(191) != 1.0)
+    assert np.all(scale(150, validation_fraction=20 / 150) != 1.0)
+
+
 def test_gaussian_intervals_are_calibrated_on_held_out_data():
     # y = level of the window + heteroscedastic noise whose scale the window reveals
     rng = np.random.default_rng(1)
