@@ -334,6 +334,17 @@ def test_input_errors():
         FlowformerRegressor(**FAST, patch_len=4, patch_stride=5).fit(X, y)
     with pytest.raises(ValueError, match="'patch_len' parameter of FlowformerRegressor must be"):
         FlowformerRegressor(**FAST, patch_len=0).fit(X, y)
+    # score refuses NaN targets as fit does (no row is silently left out of the R²)
+    fitted = FlowformerRegressor(**FAST).fit(X, y)
+    yn = y.copy()
+    yn[:3] = np.nan
+    with pytest.raises(ValueError, match=r"^y contains NaN \(3 of 40 rows\); "
+                                         r"FlowformerRegressor scores every row and needs a "
+                                         r"value for each: drop or fill the rows without a "
+                                         r"target\.$"):
+        fitted.score(X, yn)
+    with pytest.raises(ValueError, match=r"^y contains NaN; FlowformerRegressor needs a value"):
+        FlowformerRegressor(**FAST).fit(X, yn)
     flat = FlowformerRegressor(**FAST, pooling="flatten").fit(X, y)
     with pytest.raises(ValueError, match="X has 20 features, but FlowformerRegressor is "
                                          "expecting 24 features"):
