@@ -317,7 +317,10 @@ def test_ncl_layout_checks_the_sequence_length_and_channels(Est):
     y = X[:, 0, -1] if Est is FlowformerRegressor else (X[:, 0, -1] > 0).astype(int)
     est = Est(**{**FLOW, "max_epochs": 1}, layout="NCL", skip="level").fit(X, y)
     assert (est.n_features_in_, est.sequence_length_, est.n_channels_in_) == (24, 24, 3)
-    with pytest.raises(ValueError, match="X has 20 features, but .* expecting 24 features"):
+    with pytest.raises(ValueError, match=(
+            r"^X has 20 features, but \w+ is expecting 24 features as input: sequences of 20 "
+            r"time steps \(axis 2 of X with layout='NCL'\), fitted on sequences of 24\. Crop "
+            r"or pad every sequence to 24 steps \(e\.g\. keep the last 24\)\.$")):
         est.predict(X[:5, :, :20])
     with pytest.raises(ValueError, match=r"X has 2 channels but .* fitted on 3; pass "
                                          r"sequences with the 3 channels .*axis 1"):

@@ -230,6 +230,8 @@ class _FlowformerBase(NeuralEstimatorBase):
             array = np.asarray(X)
             if array.ndim == 3:
                 X = array.transpose(0, 2, 1)
+        if not reset:
+            self._check_sequence_length(X)
         X = validate_data(self, X, allow_nd=True, dtype=(np.float64, np.float32), reset=reset)
         if X.ndim > 3:
             raise ValueError(
@@ -266,6 +268,21 @@ class _FlowformerBase(NeuralEstimatorBase):
         # C order whatever the input's memory layout (Fortran order, a transposed view): the
         # float32 sums then run in the same order, so the same values give the same fit
         return np.ascontiguousarray((X - self.x_mean_) / self.x_scale_, dtype=np.float32)
+
+    def _check_sequence_length(self, X):
+        """Refuse sequences of another length than ``fit``'s, naming the time axis and the
+        fix; ``X`` is in (samples, length[, channels]) order. The message starts as
+        scikit-learn's for a wrong number of features (``n_features_in_`` is the length)."""
+        shape = X.shape if sp.issparse(X) else np.shape(X)
+        fitted = getattr(self, "n_features_in_", None)
+        if len(shape) < 2 or fitted is None or shape[1] == fitted:
+            return
+        axis = 2 if self.layout == "NCL" and len(shape) == 3 else 1
+        raise ValueError(
+            f"X has {shape[1]} features, but {type(self).__name__} is expecting {fitted} "
+            f"features as input: sequences of {shape[1]} time steps (axis {axis} of X with "
+            f"layout={self.layout!r}), fitted on sequences of {fitted}. Crop or pad every "
+            f"sequence to {fitted} steps (e.g. keep the last {fitted}).")
 
     def _channel_graph(self, adjacency, reset):
         """The normalised channel graph :math:`\\hat D^{-1/2}(A+I)\\hat D^{-1/2}` or None."""

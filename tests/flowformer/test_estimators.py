@@ -346,8 +346,9 @@ def test_input_errors():
     with pytest.raises(ValueError, match=r"^y contains NaN; FlowformerRegressor needs a value"):
         FlowformerRegressor(**FAST).fit(X, yn)
     flat = FlowformerRegressor(**FAST, pooling="flatten").fit(X, y)
-    with pytest.raises(ValueError, match="X has 20 features, but FlowformerRegressor is "
-                                         "expecting 24 features"):
+    with pytest.raises(ValueError, match=r"X has 20 features, but FlowformerRegressor is "
+                                         r"expecting 24 features as input: sequences of 20 "
+                                         r"time steps \(axis 1 of X with layout='NLC'\)"):
         flat.predict(X[:, :20])
 
 
