@@ -438,7 +438,12 @@ class FlowformerRegressor(RegressorTask, _FlowformerBase):
         detached encoder features (heteroscedastic aleatoric uncertainty that does not slow
         the fit of the mean); samples are draws from those Gaussians, with the standard
         deviation of each output rescaled so that 90 % intervals cover 90 % of the
-        early-stopping validation rows (``std_scale_``). That needs at least 20 validation
+        early-stopping validation rows (``std_scale_``). The outputs of a row (the steps of
+        a forecast horizon) are drawn independently of each other: a sample is not a
+        trajectory, so quantities over several outputs (a sum over the horizon, a path's
+        maximum) computed from the samples get intervals far too narrow (a 12-step sum's
+        90 % interval covered 38 % of the totals of a random walk); only per-output
+        intervals are calibrated. That needs at least 20 validation
         rows: with ``early_stopping=True`` and the default ``validation_fraction=0.1``, 191
         rows or more (for fewer, raise ``validation_fraction`` to ``20 / n_rows``). Without
         them (fewer rows, or ``early_stopping=False``) ``std_scale_`` is exactly 1 and the
