@@ -207,6 +207,19 @@ def resolve_device(device) -> str:
 #: decay generalises better.
 AUTO_EARLY_STOPPING_ROWS = 10_000
 
+
+def n_validation_rows(fraction, n):
+    """How many of ``n`` rows ``validation_fraction=fraction`` holds out:
+    ``ceil(fraction * n)``, where a product within a relative 1e-9 of an integer counts as
+    that integer. A fraction written as ``k / n`` then holds out exactly ``k`` rows: the
+    float product can land just above ``k`` (``7 / 25 * 25`` is ``7.000000000000001``),
+    and a plain ceil would move one more row into the validation set."""
+    x = fraction * n
+    nearest = round(x)
+    if abs(x - nearest) <= 1e-9 * max(nearest, 1):
+        return int(nearest)
+    return math.ceil(x)
+
 _AUTOCAST = {None: None, "bf16": torch.bfloat16, "fp16": torch.float16}
 
 
@@ -863,8 +876,8 @@ class NeuralEstimatorBase(EstimatorBase):
 
     def _n_validation(self, data, n):
         """How many of the ``n`` candidate rows a split holds out:
-        ``ceil(validation_fraction * n)``."""
-        return math.ceil(self.validation_fraction * n)
+        ``ceil(validation_fraction * n)`` (:func:`n_validation_rows`)."""
+        return n_validation_rows(self.validation_fraction, n)
 
     # -- training --------------------------------------------------------------------------
     def _train_inits(self, data, train, valid, train_ds, valid_ds, epochs):

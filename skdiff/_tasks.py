@@ -425,9 +425,16 @@ class RegressorTask(RegressorMixin, EstimatorBase):
         return tags
 
     def score(self, X, y, sample_weight=None, **predict_params):
-        """R² on the rows of ``y`` that have a value (NaN rows are left out)."""
+        """R² on the rows of ``y``; where NaN marks unlabelled rows (``_nan_is_unlabelled``)
+        those are left out, elsewhere NaN in ``y`` is refused, as ``fit`` refuses it."""
         y = np.asarray(y, dtype=np.float64)
-        keep = ~np.isnan(y.reshape(len(y), -1)).any(axis=1)
+        nan = np.isnan(y.reshape(len(y), -1))
+        if nan.any() and not self._nan_is_unlabelled:
+            raise ValueError(
+                f"y contains NaN ({int(nan.any(axis=1).sum())} of {len(y)} rows); "
+                f"{type(self).__name__} scores every row and needs a value for each: drop "
+                "or fill the rows without a target.")
+        keep = ~nan.any(axis=1)
         if not keep.any():
             raise ValueError("y has no labelled rows to score.")
         pred = self.predict(X, **predict_params)

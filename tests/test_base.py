@@ -12,6 +12,7 @@ from skdiff._base import (
     FitData,
     NeuralEstimatorBase,
     TrainingDivergedError,
+    n_validation_rows,
     resolve_device,
     validate_data,
 )
@@ -90,6 +91,22 @@ def test_early_stopping_restores_best(data):
     # last ceil(0.2 * 64) = 13 (split policy "last"), the loss is in standardised units
     mse = np.mean(((est.predict(X[-13:]) - y[-13:]) / est.y_scale_) ** 2)
     assert mse == pytest.approx(min(valid), rel=1e-3)
+
+
+def test_validation_fraction_k_over_n_holds_out_k_rows():
+    # the recipe validation_fraction = n_val / (n_train + n_val) holds out exactly n_val
+    # rows for every (k, n), though k / n * n lands above k in float for some (7 / 25 * 25)
+    for n in range(2, 2001):
+        for k in range(1, n):
+            assert n_validation_rows(k / n, n) == k, (k, n)
+    assert n_validation_rows(7 / 25, 25) == 7
+    # otherwise ceil, as train_test_split rounds
+    assert n_validation_rows(0.1, 25) == 3 and n_validation_rows(0.1, 191) == 20
+    assert n_validation_rows(0.1, 2851) == 286 and n_validation_rows(715 / 2851, 2851) == 715
+    est = _TinyRegressor(early_stopping=True, validation_fraction=7 / 25)
+    X = np.random.RandomState(0).normal(size=(25, 3))
+    train, valid = est.fit(X, X[:, 0])._validation_rows(FitData(rows=np.arange(25)))
+    np.testing.assert_array_equal(valid, np.arange(18, 25))
 
 
 def test_nan_loss_stops_with_clear_error(data):

@@ -298,6 +298,14 @@ def test_ncl_layout_equals_the_transposed_nlc_array():
     with pytest.warns(UserWarning, match="pass layout='NCL'") as caught:
         FlowformerRegressor(**{**FLOW, "max_epochs": 1}).fit(X.transpose(0, 2, 1), y)
     assert caught[0].filename == __file__  # the warning points at the caller's line
+    # the mirror mistake: an (n, L, C) array passed as "NCL"
+    with pytest.warns(UserWarning) as caught:
+        FlowformerRegressor(**{**FLOW, "max_epochs": 1}, layout="NCL").fit(X, y)
+    assert str(caught[0].message) == (
+        "X of shape (80, 20, 3) is read as (samples, channels, length) (layout='NCL'): 3 "
+        "time steps of 20 channels. If it is (samples, length, channels), as tslearn stores "
+        "series, pass layout='NLC'.")
+    assert caught[0].filename == __file__
 
 
 @pytest.mark.parametrize("Est", [FlowformerRegressor, FlowformerClassifier])
@@ -309,7 +317,10 @@ def test_ncl_layout_checks_the_sequence_length_and_channels(Est):
     y = X[:, 0, -1] if Est is FlowformerRegressor else (X[:, 0, -1] > 0).astype(int)
     est = Est(**{**FLOW, "max_epochs": 1}, layout="NCL", skip="level").fit(X, y)
     assert (est.n_features_in_, est.sequence_length_, est.n_channels_in_) == (24, 24, 3)
-    with pytest.raises(ValueError, match="X has 20 features, but .* expecting 24 features"):
+    with pytest.raises(ValueError, match=(
+            r"^X has 20 features, but \w+ is expecting 24 features as input: sequences of 20 "
+            r"time steps \(axis 2 of X with layout='NCL'\), fitted on sequences of 24\. Crop "
+            r"or pad every sequence to 24 steps \(e\.g\. keep the last 24\)\.$")):
         est.predict(X[:5, :, :20])
     with pytest.raises(ValueError, match=r"X has 2 channels but .* fitted on 3; pass "
                                          r"sequences with the 3 channels .*axis 1"):

@@ -26,6 +26,7 @@ from .._base import (
     StrOptions,
     derive_seed,
     first_item,
+    n_validation_rows,
 )
 from .._checks import (
     caller_stacklevel,
@@ -1274,7 +1275,7 @@ class DIFFormerRegressor(RegressorTask, _DIFFormerBase):
         # would be held out to calibrate a head without it
         if self.dropout == "auto" and dropout == 0 and (
                 self.uncertainty == "mc_dropout" or
-                math.ceil(self.validation_fraction * inputs.n) < MIN_CALIBRATION_ROWS):
+                n_validation_rows(self.validation_fraction, inputs.n) < MIN_CALIBRATION_ROWS):
             return AUTO_DROPOUT
         return dropout
 
@@ -1298,7 +1299,7 @@ class DIFFormerRegressor(RegressorTask, _DIFFormerBase):
         inputs = data.inputs
         if inputs.has_graph:
             enough = data.valid_rows is not None or \
-                math.ceil(self.validation_fraction * data.rows.size) >= MIN_FALLBACK_ROWS
+                n_validation_rows(self.validation_fraction, data.rows.size) >= MIN_FALLBACK_ROWS
             return (enough and inputs.n <= AUTO_MAX_NODES
                     and 2 * inputs.n * inputs.n_features <= GRAPH_CHECK_MAX_CELLS)
         # a table: from 4 * MIN_FALLBACK_ROWS labelled rows on, of which _n_validation
@@ -1306,7 +1307,7 @@ class DIFFormerRegressor(RegressorTask, _DIFFormerBase):
         # out that many
         n = data.rows.size
         return data.valid_rows is not None or n >= 4 * MIN_FALLBACK_ROWS or \
-            math.ceil(self.validation_fraction * n) >= MIN_FALLBACK_ROWS
+            n_validation_rows(self.validation_fraction, n) >= MIN_FALLBACK_ROWS
 
     def _make_data(self, X, y, *, reset, graph=None, **fit_params):
         if self._fallback_forced:

@@ -67,8 +67,10 @@ instance_norm : bool
     multiply the encoder's output back by the window's std (RevIN, Kim et al. 2022; with
     several channels a learnt geometric mixture of their stds) and add a linear skip of
     the window's statistics (``skip``), started at its ridge solution on the training
-    and validation rows, the penalty chosen by forward-chaining cross-validation over
-    them (five folds, as ``TimeSeriesSplit``). For a univariate series (one channel) the
+    rows, the penalty chosen by forward-chaining cross-validation over them (five folds,
+    as ``TimeSeriesSplit``); the early-stopping validation rows stay out of it, so that
+    what is chosen on them (the epoch, ``encoder_used_``, ``std_scale_``) is chosen on
+    windows the model has not seen. For a univariate series (one channel) the
     regressor's ridge window skip predicts each standardised output's change from the
     window's standardised last value (as NLinear, Zeng et al. 2023, with the level
     statistics still among its inputs), so its penalty shrinks the forecast toward
@@ -103,8 +105,8 @@ patch_stride : int or None
     last value when the patches do not tile it exactly.
 layout : {"NLC", "NCL"}
     Axis order of 3-D ``X``: ``"NLC"`` (samples, length, channels: the tslearn convention)
-    or ``"NCL"`` (samples, channels, length: sktime's and aeon's). ``fit`` warns when an
-    ``"NLC"`` array looks transposed (one step, or fewer steps than channels).
+    or ``"NCL"`` (samples, channels, length: sktime's and aeon's). ``fit`` warns when the
+    array looks transposed for its ``layout`` (one step, or fewer steps than channels).
 inference_dtype : {"auto", "float32", "float64"}
     Precision of ``predict`` and ``sample_posterior``. In float64 a row's prediction does
     not depend on the other rows of the call (float32 matrix products round differently
@@ -228,6 +230,8 @@ class _FlowformerBase(NeuralEstimatorBase):
             array = np.asarray(X)
             if array.ndim == 3:
                 X = array.transpose(0, 2, 1)
+        if not reset:
+            self._check_sequence_length(X)
         X = validate_data(self, X, allow_nd=True, dtype=(np.float64, np.float32), reset=reset)
         if X.ndim > 3:
             raise ValueError(
@@ -235,12 +239,19 @@ class _FlowformerBase(NeuralEstimatorBase):
                 f"got an array of shape {X.shape}.")
         if X.ndim == 2:
             X = X[:, :, None]
-        elif reset and self.layout == "NLC" and (X.shape[1] == 1 or X.shape[1] < X.shape[2]):
+        elif reset and (X.shape[1] == 1 or X.shape[1] < X.shape[2]):
+            # one step, or fewer steps than channels: likely the other layout's array
+            n, L, C = X.shape
+            if self.layout == "NLC":
+                shape, read, other, who = (n, L, C), "(samples, length, channels)", "NCL", \
+                    "(samples, channels, length), as sktime and aeon store series"
+            else:
+                shape, read, other, who = (n, C, L), "(samples, channels, length)", "NLC", \
+                    "(samples, length, channels), as tslearn stores series"
             warnings.warn(
-                f"X of shape {X.shape} is read as (samples, length, channels): {X.shape[1]} "
-                f"time steps of {X.shape[2]} channels. If it is (samples, channels, length), "
-                "as sktime and aeon store series, pass layout='NCL'.", UserWarning,
-                stacklevel=caller_stacklevel())
+                f"X of shape {shape} is read as {read} (layout={self.layout!r}): {L} time "
+                f"steps of {C} channels. If it is {who}, pass layout={other!r}.",
+                UserWarning, stacklevel=caller_stacklevel())
         if reset:
             self.n_channels_in_ = X.shape[2]
             self.sequence_length_ = X.shape[1]
@@ -257,6 +268,21 @@ class _FlowformerBase(NeuralEstimatorBase):
         # C order whatever the input's memory layout (Fortran order, a transposed view): the
         # float32 sums then run in the same order, so the same values give the same fit
         return np.ascontiguousarray((X - self.x_mean_) / self.x_scale_, dtype=np.float32)
+
+    def _check_sequence_length(self, X):
+        """Refuse sequences of another length than ``fit``'s, naming the time axis and the
+        fix; ``X`` is in (samples, length[, channels]) order. The message starts as
+        scikit-learn's for a wrong number of features (``n_features_in_`` is the length)."""
+        shape = X.shape if sp.issparse(X) else np.shape(X)
+        fitted = getattr(self, "n_features_in_", None)
+        if len(shape) < 2 or fitted is None or shape[1] == fitted:
+            return
+        axis = 2 if self.layout == "NCL" and len(shape) == 3 else 1
+        raise ValueError(
+            f"X has {shape[1]} features, but {type(self).__name__} is expecting {fitted} "
+            f"features as input: sequences of {shape[1]} time steps (axis {axis} of X with "
+            f"layout={self.layout!r}), fitted on sequences of {fitted}. Crop or pad every "
+            f"sequence to {fitted} steps (e.g. keep the last {fitted}).")
 
     def _channel_graph(self, adjacency, reset):
         """The normalised channel graph :math:`\\hat D^{-1/2}(A+I)\\hat D^{-1/2}` or None."""
@@ -397,7 +423,10 @@ class FlowformerRegressor(RegressorTask, _FlowformerBase):
 
     Early stopping holds out the **last** ``validation_fraction`` of the rows (in the given
     order, which for windows of one series is time order, so no future window leaks into
-    training) and keeps the epoch with the lowest validation loss.
+    training) and keeps the epoch with the lowest validation loss. No weight is fitted on
+    those rows, the ridge skip's included (only the standardisation of ``X`` and ``y``
+    counts them): the epoch, ``encoder_used_`` and ``std_scale_`` are chosen on windows
+    the model has not seen.
 
     Parameters
     ----------
@@ -409,7 +438,17 @@ class FlowformerRegressor(RegressorTask, _FlowformerBase):
         detached encoder features (heteroscedastic aleatoric uncertainty that does not slow
         the fit of the mean); samples are draws from those Gaussians, with the standard
         deviation of each output rescaled so that 90 % intervals cover 90 % of the
-        early-stopping validation rows (when there are at least 20; ``std_scale_``).
+        early-stopping validation rows (``std_scale_``). The outputs of a row (the steps of
+        a forecast horizon) are drawn independently of each other: a sample is not a
+        trajectory, so quantities over several outputs (a sum over the horizon, a path's
+        maximum) computed from the samples get intervals far too narrow (a 12-step sum's
+        90 % interval covered 38 % of the totals of a random walk); only per-output
+        intervals are calibrated. That needs at least 20 validation
+        rows: with ``early_stopping=True`` and the default ``validation_fraction=0.1``, 191
+        rows or more (for fewer, raise ``validation_fraction`` to ``20 / n_rows``). Without
+        them (fewer rows, or ``early_stopping=False``) ``std_scale_`` is exactly 1 and the
+        intervals are the head's own, fitted to the training rows and usually too narrow
+        on new ones.
         ``"mc_dropout"``: trained by mean squared error; samples are forward passes with
         dropout active (epistemic uncertainty only, usually far narrower than the forecast
         error).
@@ -423,8 +462,10 @@ class FlowformerRegressor(RegressorTask, _FlowformerBase):
     n_outputs_ : int
         Columns of ``y`` (1 for 1-D ``y``).
     std_scale_ : ndarray of shape (n_outputs,)
-        Calibration factor of the Gaussian head's std, fitted on the validation rows
-        (ones when there are none or with ``uncertainty="mc_dropout"``).
+        Calibration factor of the Gaussian head's std, fitted on the validation rows;
+        exactly ones where the intervals are not calibrated: fewer than 20 validation rows
+        (below 191 rows at ``validation_fraction=0.1``), ``early_stopping=False``, or
+        ``uncertainty="mc_dropout"``.
     encoder_used_ : bool
         Whether ``predict`` adds the encoder's correction to the ridge forecast of the
         ``"window"`` skip. ``False`` unless the correction lowers the mean squared error on
@@ -493,14 +534,21 @@ class FlowformerRegressor(RegressorTask, _FlowformerBase):
         return cbs
 
     def _init_module(self, module, data, train, valid):
-        """Start the instance-norm linear skip at its ridge solution on the fit's rows.
+        """Start the instance-norm linear skip at its ridge solution on the training rows.
 
         Trained from a random start by Adam the skip needs thousands of steps to learn even
         persistence (weight ~1 on the last value); the ridge starts it there and the encoder
         learns the residual. The solution depends on the data only, so it is solved once per
         fit and copied into every initialisation of ``n_init``. With ``skip="window"`` the
         skip stays fixed at the validated ridge solution (trained by Adam it drifts from it
-        and the forecasts get worse).
+        and the forecasts get worse). The validation rows stay out of the ridge: early
+        stopping, :meth:`_keep_better_forecast` and the std calibration score the model on
+        them, and a skip fitted to them would make its errors there look smaller than on
+        new windows (intervals calibrated on them too narrow). The final model keeps this
+        skip rather than refitting it on the training and validation rows: on the five
+        forecasting development rows of ``benchmarks/defaults.py`` the refit lowered the
+        test MSE on two and raised it on three, most where the encoder's correction,
+        trained around this skip, is kept.
         """
         if module.skip is None:
             return
@@ -508,9 +556,8 @@ class FlowformerRegressor(RegressorTask, _FlowformerBase):
             with torch.no_grad():  # the same features as forward
                 F_all = module.skip_features(torch.as_tensor(data.X)).double().numpy()
             data.extra["skip_start"] = ridge_skip(
-                F_all, data.targets.astype(np.float64), np.union1d(train, valid),
-                module.skip.weight.shape[0], weights=data.weights,
-                anchor=self._persistence_anchor(module))
+                F_all, data.targets.astype(np.float64), train, module.skip.weight.shape[0],
+                weights=data.weights, anchor=self._persistence_anchor(module))
         module.set_skip_(*data.skip_start, trainable=self.skip_ != "window")
 
     def _persistence_anchor(self, module):

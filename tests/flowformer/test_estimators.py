@@ -118,6 +118,27 @@ def test_window_skip_starts_at_the_ridge_solution():
     assert no_norm.skip_ == "level"
 
 
+def test_window_skip_ridge_is_fitted_without_the_validation_rows():
+    # reordering the validation rows' targets among themselves keeps the scalers of X and y:
+    # a ridge that has not seen those rows is the same, and the ridge forecast of a white
+    # noise series then does worse on them than on its training rows
+    s = np.random.RandomState(0).normal(size=400)
+    X, y = make_windows(s, 48, 4)
+    n, n_val = 220, 22
+    kw = dict(hidden_dim=8, n_heads=2, n_layers=1, max_epochs=1, lr=1e-9, random_state=0,
+              device="cpu")
+    reg = FlowformerRegressor(**kw).fit(X[:n], y[:n])
+    y_perm = y[:n].copy()
+    y_perm[n - n_val:] = y_perm[n - n_val:][::-1]
+    perm = FlowformerRegressor(**kw).fit(X[:n], y_perm)
+    np.testing.assert_allclose(perm.y_scale_, reg.y_scale_, rtol=1e-12)
+    for p, r in zip(perm.module_.skip.parameters(), reg.module_.skip.parameters()):
+        np.testing.assert_allclose(p.detach().numpy(), r.detach().numpy(), rtol=0, atol=1e-6)
+    assert not reg.encoder_used_
+    mse_valid = np.mean((reg.predict(X[n - n_val:n]) - y[n - n_val:n]) ** 2)
+    assert round(mse_valid, 3) == 0.724  # the oracle's (forecast 0): 0.763
+
+
 def test_window_skip_without_instance_norm_is_a_linear_model_of_the_window():
     rng = np.random.default_rng(0)
     X = rng.normal(size=(300, 12))
@@ -177,6 +198,22 @@ def test_auto_patches_for_long_sequences_only():
     with pytest.raises(ValueError, match="needs an integer 'patch_len'; got patch_len='auto'"):
         FlowformerRegressor(**kw, patch_stride=2).fit(rng.normal(size=(40, 64)),
                                                       rng.normal(size=40))
+
+
+def test_gaussian_intervals_are_calibrated_from_20_validation_rows():
+    # as documented: 191 rows at validation_fraction=0.1 (20 validation rows), 20 / n_rows
+    # below that; std_scale_ is exactly 1 without them or without early stopping
+    X, y = make_windows(np.cumsum(np.random.RandomState(0).normal(size=400)), 24, 4)
+    kw = dict(hidden_dim=8, n_heads=2, n_layers=1, max_epochs=1, random_state=0,
+              device="cpu")
+
+    def scale(n, **params):
+        return FlowformerRegressor(**kw, **params).fit(X[:n], y[:n]).std_scale_
+
+    assert np.all(scale(190) == 1.0)
+    assert np.all(scale(300, early_stopping=False) == 1.0)
+    assert np.all(scale(191) != 1.0)
+    assert np.all(scale(150, validation_fraction=20 / 150) != 1.0)
 
 
 def test_gaussian_intervals_are_calibrated_on_held_out_data():
@@ -297,16 +334,28 @@ def test_input_errors():
         FlowformerRegressor(**FAST, patch_len=4, patch_stride=5).fit(X, y)
     with pytest.raises(ValueError, match="'patch_len' parameter of FlowformerRegressor must be"):
         FlowformerRegressor(**FAST, patch_len=0).fit(X, y)
+    # score refuses NaN targets as fit does (no row is silently left out of the R²)
+    fitted = FlowformerRegressor(**FAST).fit(X, y)
+    yn = y.copy()
+    yn[:3] = np.nan
+    with pytest.raises(ValueError, match=r"^y contains NaN \(3 of 40 rows\); "
+                                         r"FlowformerRegressor scores every row and needs a "
+                                         r"value for each: drop or fill the rows without a "
+                                         r"target\.$"):
+        fitted.score(X, yn)
+    with pytest.raises(ValueError, match=r"^y contains NaN; FlowformerRegressor needs a value"):
+        FlowformerRegressor(**FAST).fit(X, yn)
     flat = FlowformerRegressor(**FAST, pooling="flatten").fit(X, y)
-    with pytest.raises(ValueError, match="X has 20 features, but FlowformerRegressor is "
-                                         "expecting 24 features"):
+    with pytest.raises(ValueError, match=r"X has 20 features, but FlowformerRegressor is "
+                                         r"expecting 24 features as input: sequences of 20 "
+                                         r"time steps \(axis 1 of X with layout='NLC'\)"):
         flat.predict(X[:, :20])
 
 
 def test_early_stopping_holds_out_the_last_rows():
     X, y = _waves(100)
-    # the level skip: the window skip's ridge, refitted on the validation rows too, would
-    # leave an error of float32 rounding there
+    # the level skip, trained with the network: what predict scores on the validation rows
+    # is the kept epoch's network, whose loss there early stopping recorded
     reg = FlowformerRegressor(**{**FAST, "max_epochs": 6}, uncertainty="mc_dropout",
                               skip="level", early_stopping=True, validation_fraction=0.2,
                               n_iter_no_change=2).fit(X, y)
