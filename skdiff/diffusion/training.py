@@ -1137,11 +1137,30 @@ def _saved_run(checkpoint, meta):
     if not os.path.exists(checkpoint):
         return None
     saved = load_checkpoint(checkpoint)
-    if saved["meta"] != json.loads(json.dumps(meta)):
+    asked = json.loads(json.dumps(meta))
+    if saved["meta"] != asked:
         raise ValueError(
-            f"The checkpoint {checkpoint} belongs to another run (stored {saved['meta']}, "
-            f"asked {meta}); resume it with the same arguments or start a new checkpoint file.")
+            f"The checkpoint {checkpoint} belongs to another run: "
+            f"{_meta_difference(saved['meta'], asked)}. Resume it with the same arguments "
+            "(the learning-rate schedule and the data stream depend on them, so a run cannot "
+            "be resumed with others), or start a new checkpoint file.")
     return saved
+
+
+def _meta_difference(stored, asked, path=""):
+    """The first few entries where two run descriptions differ, as ``key: stored -> asked``."""
+    if isinstance(stored, dict) and isinstance(asked, dict):
+        parts = []
+        for key in sorted(set(stored) | set(asked), key=str):
+            a, b = stored.get(key, "<absent>"), asked.get(key, "<absent>")
+            if a != b:
+                parts.append(_meta_difference(a, b, f"{path}{key}."))
+        return "; ".join(parts[:5])
+    if (isinstance(stored, list) and isinstance(asked, list) and len(stored) == len(asked)
+            and len(stored) > 0):
+        return "; ".join(_meta_difference(a, b, f"{path}{i}.")
+                         for i, (a, b) in enumerate(zip(stored, asked)) if a != b)
+    return f"{path.rstrip('.') or 'run'} stored {stored!r}, asked {asked!r}"
 
 
 def _restore_run(net, dataset, saved, device):

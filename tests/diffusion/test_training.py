@@ -320,8 +320,13 @@ def test_a_resumed_run_equals_an_uninterrupted_one_bit_for_bit(tmp_path):
 def test_resume_refuses_a_checkpoint_of_another_run(tmp_path):
     ckpt = tmp_path / "run.ckpt"
     train_prior(TINY, max_epochs=1, steps_per_epoch=2, random_state=0, checkpoint=ckpt)
-    with pytest.raises(ValueError, match="belongs to another run"):
+    with pytest.raises(ValueError, match="belongs to another run: seed stored 0, "
+                                         r"asked 1\. Resume it with the same arguments") as e:
         train_prior(TINY, max_epochs=1, steps_per_epoch=2, random_state=1, checkpoint=ckpt,
+                    resume=True)
+    assert len(str(e.value)) < 400  # the differences, not both descriptions whole
+    with pytest.raises(ValueError, match="max_epochs stored 1, asked 3"):
+        train_prior(TINY, max_epochs=3, steps_per_epoch=2, random_state=0, checkpoint=ckpt,
                     resume=True)
 
 
