@@ -185,9 +185,18 @@ def check_target_length(y, n_rows, what="row"):
         raise ValueError(f"X has {n_rows} rows but y has {n_y}; pass one target per {what}.")
 
 
+def _is_real(value):
+    """Whether ``value`` is a real number (Python's, numpy's or a ``Decimal``), not a bool."""
+    if isinstance(value, (bool, np.bool_)) or not isinstance(value, numbers.Number):
+        return False
+    return isinstance(value, numbers.Real) or not isinstance(value, numbers.Complex)
+
+
 def check_sample_weight(sample_weight, n, *, name="sample_weight"):
     """Non-negative finite per-row weights as float64 of shape (n,); ``None`` gives ones.
 
+    Any numeric dtype is read, and an object array whose entries are all real numbers;
+    booleans, strings and other objects are refused.
     The weights are rescaled to mean 1: the losses and statistics are weighted *means*, so
     only their ratios matter, and weights such as ``1e-50`` or ``1e300`` would otherwise
     underflow or overflow in the network's float32.
@@ -195,6 +204,17 @@ def check_sample_weight(sample_weight, n, *, name="sample_weight"):
     if sample_weight is None:
         return np.ones(n)
     w = np.asarray(sample_weight)
+    if w.dtype.kind == "O":
+        # an object array of numbers (a pandas column of object dtype, a list mixing Python
+        # and numpy scalars) is read as numbers, as scikit-learn reads X; anything else in
+        # it (strings, booleans, None) is refused by value
+        bad = next(((i, v) for i, v in enumerate(w.ravel()) if not _is_real(v)), None)
+        if bad is not None:
+            raise TypeError(
+                f"'{name}' must be numbers; got dtype object holding {bad[1]!r} (a "
+                f"{type(bad[1]).__name__}) at position {bad[0]}; pass one real number per "
+                "row of X.")
+        w = w.astype(np.float64)
     if w.dtype.kind not in "biuf" or w.dtype == bool:
         raise TypeError(f"'{name}' must be numbers; got dtype {w.dtype}.")
     w = w.astype(np.float64)
