@@ -172,3 +172,13 @@ def test_sample_weight_of_numbers_in_an_object_array_is_read_as_numbers(field):
     with pytest.raises(TypeError, match=r"holding True \(a bool\) at position 7"):
         DIFFormerRegressor(**kw).fit(X, y, sample_weight=labels)
 
+
+@pytest.mark.parametrize("method", ["fit", "partial_fit"])
+def test_a_y_without_outputs_is_refused_by_name(field, method):
+    X, _, _ = field
+    reg = DIFFormerRegressor(**{**FAST, "max_epochs": 2})
+    with pytest.raises(ValueError, match=r"^y has no outputs: got shape \(300, 0\)\. Pass one "
+                                         r"target per row, y of shape \(300,\), or "
+                                         r"\(300, n_outputs\) with n_outputs >= 1\.$"):
+        getattr(reg, method)(X, np.empty((300, 0)))
+    assert not hasattr(reg, "net_")
