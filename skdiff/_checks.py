@@ -13,6 +13,7 @@ import sys
 import warnings
 
 import numpy as np
+import scipy.sparse as sp
 from sklearn.utils._param_validation import Interval as _Interval
 from sklearn.utils.validation import validate_data as _validate_data
 
@@ -82,8 +83,33 @@ def check_n_samples(n_samples, name="n_samples"):
     return int(n_samples)
 
 
+def from_torch(values):
+    """``values`` as numpy or scipy when it is a torch tensor, else unchanged.
+
+    A dense tensor becomes a numpy array (detached, on the CPU; ``bfloat16``, which numpy
+    lacks, as float32), a sparse one of two dimensions (COO, CSR, CSC, BSR) a scipy CSR
+    matrix with the same stored entries; a sparse tensor of other dimensions becomes dense,
+    for the caller's shape check to name.
+    """
+    import torch
+
+    if not isinstance(values, torch.Tensor):
+        return values
+    t = values.detach()
+    if t.layout != torch.strided:
+        if t.dim() != 2 or t.dense_dim() != 0:
+            return from_torch(t.to_dense())
+        t = (t if t.layout == torch.sparse_coo else t.to_sparse_coo()).coalesce().cpu()
+        rows, cols = t.indices().numpy()
+        return sp.csr_matrix((from_torch(t.values()), (rows, cols)), shape=tuple(t.shape))
+    t = t.cpu()
+    return (t.float() if t.dtype == torch.bfloat16 else t).resolve_conj().numpy()
+
+
 def _holds(values, kinds):
-    """Whether ``values`` (array-like or sparse) has a numpy dtype of one of ``kinds``."""
+    """Whether ``values`` (array-like, sparse or a torch tensor) has a numpy dtype of one of
+    ``kinds``."""
+    values = from_torch(values)
     dtype = getattr(values, "dtype", None)
     if dtype is None:
         try:

@@ -190,8 +190,9 @@ y : array-like of shape (n_samples,), or (n_samples, n_outputs) for the regresso
     ``unlabelled`` (``-1``) or by ``NaN`` for the regressor, take part in the attention
     but not in the loss (semi-supervised learning). In graph mode, nodes not in ``X`` are
     unlabelled.
-adjacency : {array-like, sparse matrix} of shape (n_samples, n_samples)
-    Graph among the rows of ``X`` (features mode): adds the graph term, and in prediction
+adjacency : {array-like, sparse matrix, torch tensor} of shape (n_samples, n_samples)
+    Graph among the rows of ``X`` (features mode; a torch tensor, dense or sparse, is read
+    as numpy or scipy): adds the graph term, and in prediction
     makes the rows of ``X`` attend to each other in one joint forward (the paper's
     transductive setting) instead of to the stored training rows. Edges are undirected
     (an asymmetric matrix is symmetrised as ``max(A, A.T)``) and may be weighted; the

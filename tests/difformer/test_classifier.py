@@ -381,6 +381,29 @@ def test_bad_inputs_are_clear_errors(planted):
         clf.fit(X, y).sample_posterior(X, n_samples=0)
 
 
+def test_an_adjacency_may_be_a_torch_tensor_dense_or_sparse(planted):
+    X, y, A = planted
+    A = sp.csr_matrix(A)
+    kw = dict(FAST, max_epochs=3, random_state=0)
+    ref = DIFFormerClassifier(**kw).fit(X, y, adjacency=A)
+    expected = ref.predict_proba(X[:100], adjacency=A[:100, :100])
+    dense = torch.tensor(A.toarray())
+    for At in (dense, dense.to_sparse(), dense.to_sparse_csr(), dense.float()):
+        clf = DIFFormerClassifier(**kw).fit(X, y, adjacency=At)
+        np.testing.assert_array_equal(clf.predict_proba(X[:100], adjacency=At[:100, :100]
+                                                        if At.layout == torch.strided
+                                                        else A[:100, :100]), expected)
+    np.testing.assert_array_equal(ref.predict_proba(X[:100], adjacency=dense[:100, :100]
+                                                    .to_sparse()), expected)
+    g = Graph(X, dense.to_sparse_csr())
+    assert (g.adjacency != Graph(X, A).adjacency).nnz == 0
+    with pytest.raises(ValueError, match="'adjacency' holds complex numbers"):
+        DIFFormerClassifier(**kw).fit(X, y, adjacency=dense.to(torch.complex64))
+    with pytest.raises(ValueError, match=r"'adjacency' must be 2-D \(n, n\); got an array of "
+                                         r"shape \(1, 300, 300\)"):
+        DIFFormerClassifier(**kw).fit(X, y, adjacency=dense[None].to_sparse())
+
+
 def test_early_stopping_auto_needs_many_labelled_rows_or_given_validation_rows(
         planted, monkeypatch):
     import skdiff._base
