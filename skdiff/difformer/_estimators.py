@@ -235,9 +235,12 @@ Without ``adjacency``, each row attends to the stored training rows only (induct
 independent of how the rows are batched; a model fitted with a graph treats new rows
 as isolated nodes, and warns when X holds the very rows it was fitted on with an
 adjacency). With ``adjacency`` (n, n) over the rows of X: one joint forward
-over them (the paper's transductive setting). In graph mode (``fit(..., graph=g)``),
-X holds node ids and the answer comes from a full-graph forward (cached at the end
-of ``fit`` for the fitted graph; pass ``graph`` to predict on another graph).
+over them (the paper's transductive setting), for a model fitted with a graph (an
+``adjacency``, or the classifier's ``n_neighbors``); a model fitted without one has
+no trained graph term and refuses an ``adjacency`` (a ``ValueError``). In graph mode
+(``fit(..., graph=g)``), X holds node ids and the answer comes from a full-graph
+forward (cached at the end of ``fit`` for the fitted graph; pass ``graph`` to predict
+on another graph).
 """
 DIFFORMER_DOCS["input_attributes"] = [
     "feature_scaling_", "n_features_in_", "feature_names_in_", "summaries_", "fitted_on_graph_",
@@ -615,8 +618,9 @@ class _DIFFormerBase(NeuralEstimatorBase):
         return ("joint" if adjacency is not None else "inductive"), inputs, None
 
     def _check_predict_mode(self, adjacency, graph):
-        """Refuse an ``adjacency`` beside ``graph``, or given to a model fitted in graph
-        mode (whose ``X`` holds node ids, not feature rows an adjacency could join)."""
+        """Refuse an ``adjacency`` beside ``graph``, given to a model fitted in graph mode
+        (whose ``X`` holds node ids, not feature rows an adjacency could join), or given to
+        a model fitted without a graph (whose network has no trained graph term)."""
         if graph is not None and adjacency is not None:
             raise ValueError("Pass either 'graph' (graph mode, X = node ids) or 'adjacency' "
                              "(features mode), not both.")
@@ -627,6 +631,16 @@ class _DIFFormerBase(NeuralEstimatorBase):
                 "adjacency=None to predict on the fitted graph's nodes, or pass "
                 "graph=Graph(features, adjacency) for another graph. To predict on feature "
                 "rows joined by an adjacency, fit with X as features and adjacency= instead.")
+        if adjacency is not None and not self.__dict__.get("_has_graph", True):
+            # the graph term (with every row's self-loop) would enter a network that never
+            # trained with one: even an empty adjacency would change its predictions
+            knn = " (or n_neighbors, a k-nearest-neighbour graph)" \
+                if "n_neighbors" in self.get_params(deep=False) else ""
+            raise ValueError(
+                f"{type(self).__name__} was fitted without a graph, so its network has no "
+                "trained graph term; got an 'adjacency'. Leave adjacency=None to predict "
+                "each row from the training rows, or fit with an adjacency among the "
+                f"training rows{knn} to predict with one.")
 
     def _outputs(self, prepared, mc=False):
         mode, inputs, graph = prepared

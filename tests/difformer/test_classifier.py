@@ -146,9 +146,10 @@ def test_inductive_predict_is_independent_of_batching(digits):
     # do not depend on how many rows share the call (float32 products round differently)
     one = np.vstack([clf.predict_proba(Xt[i:i + 1]) for i in range(5)])
     np.testing.assert_allclose(one, full[:5], rtol=1e-12, atol=1e-12)
-    # the joint forward over X with an adjacency does depend on the other rows
-    A = sp.eye(len(Xt), k=1, format="csr")
-    assert not np.allclose(clf.predict_proba(Xt, adjacency=A), full)
+    # a joint forward over X would depend on the other rows, and needs a model fitted with
+    # a graph
+    with pytest.raises(ValueError, match="fitted without a graph"):
+        clf.predict_proba(Xt, adjacency=sp.eye(len(Xt), k=1, format="csr"))
 
 
 @pytest.mark.parametrize("kernel,scope", [("advanced", "all"), ("softmax", "all"),
@@ -402,6 +403,37 @@ def test_an_adjacency_may_be_a_torch_tensor_dense_or_sparse(planted):
     with pytest.raises(ValueError, match=r"'adjacency' must be 2-D \(n, n\); got an array of "
                                          r"shape \(1, 300, 300\)"):
         DIFFormerClassifier(**kw).fit(X, y, adjacency=dense[None].to_sparse())
+
+
+def test_an_adjacency_at_predict_needs_a_model_fitted_with_a_graph(planted):
+    # the joint forward adds the graph term (and every row's self-loop): a network trained
+    # without one would get a term it never learnt, so the adjacency is refused
+    from skdiff import DIFFormerRegressor
+
+    X, y, A = planted
+    kw = dict(FAST, max_epochs=3, random_state=0)
+    plain = DIFFormerClassifier(**kw, n_neighbors=None).fit(X, y)
+    empty = sp.csr_matrix((300, 300))
+    message = (r"^DIFFormerClassifier was fitted without a graph, so its network has no "
+               r"trained graph term; got an 'adjacency'\. Leave adjacency=None to predict "
+               r"each row from the training rows, or fit with an adjacency among the training "
+               r"rows \(or n_neighbors, a k-nearest-neighbour graph\) to predict with one\.$")
+    score = lambda X, adjacency: plain.score(X, y, adjacency=adjacency)  # noqa: E731
+    for method in (plain.predict, plain.predict_proba, plain.sample_posterior,
+                   plain.attention_graph, score):
+        for adjacency in (A, empty):
+            with pytest.raises(ValueError, match=message):
+                method(X, adjacency=adjacency)
+    reg = DIFFormerRegressor(**kw).fit(X, y.astype(float))
+    with pytest.raises(ValueError, match=r"fitted without a graph.* training rows to predict "
+                                         r"with one\.$"):
+        reg.predict(X, adjacency=A)
+    # a graph of fit, given or built by n_neighbors, makes the joint forward the model's own
+    y_semi = np.where(np.arange(300) % 4 == 0, y, -1)
+    knn = DIFFormerClassifier(**kw, n_neighbors=5).fit(X, y_semi)
+    assert knn.n_neighbors_ == 5 and knn.predict_proba(X, adjacency=A).shape == (300, 3)
+    given = DIFFormerClassifier(**kw).fit(X, y, adjacency=A)
+    assert given.predict_proba(X, adjacency=empty).shape == (300, 3)
 
 
 def test_early_stopping_auto_needs_many_labelled_rows_or_given_validation_rows(
