@@ -151,7 +151,9 @@ value_projection : bool
     setting).
 attention_scope : {"all", "graph"}
     ``"all"``: attend to every row; ``"graph"``: only along the edges (with
-    ``kernel="softmax"`` a GAT-like graph attention); needs an adjacency.
+    ``kernel="softmax"`` a GAT-like graph attention); needs a graph: an adjacency, a
+    :class:`~skdiff.Graph`, or the classifier's k-nearest-neighbour graph
+    (``n_neighbors``, whose ``"auto"`` builds one for this scope).
 block_size : int
     Query rows per block of the quadratic kernels (memory O(block_size * n)).
 batch_size : int or None
@@ -320,9 +322,6 @@ class _DIFFormerBase(NeuralEstimatorBase):
         if reset:  # predict(X) without the adjacency of fit is a likely slip: warned there
             self._graph_rows_key = (rows_fingerprint(inputs.features)
                                     if adjacency is not None else None)
-        if self.attention_scope == "graph" and not inputs.has_graph:
-            raise ValueError("attention_scope='graph' attends along the edges of a graph: pass "
-                             "'adjacency' (or 'graph') to fit, or use attention_scope='all'.")
         n_rows = inputs.n if inputs.ids is None else inputs.ids.size
         check_target_length(y, n_rows)
         weights = check_sample_weight(sample_weight, n_rows)
@@ -331,6 +330,10 @@ class _DIFFormerBase(NeuralEstimatorBase):
         # a labelled row of weight 0 is an unlabelled row, here as everywhere in fit
         labelled = labelled & (weights > 0)
         inputs = self._with_neighbors_graph(inputs, labelled, reset)
+        if self.attention_scope == "graph" and not inputs.has_graph:
+            raise ValueError("attention_scope='graph' attends along the edges of a graph: pass "
+                             f"'adjacency' (or 'graph') to fit{self._neighbors_hint()}, or use "
+                             "attention_scope='all'.")
         rows = np.flatnonzero(labelled)
         if rows.size == 0:
             raise ValueError("The sample weights are zero on every labelled row; nothing to "
@@ -557,6 +560,10 @@ class _DIFFormerBase(NeuralEstimatorBase):
         """``inputs`` with a k-nearest-neighbour graph where the task builds one (none
         here)."""
         return inputs
+
+    def _neighbors_hint(self):
+        """How else a fit gets a graph, for messages (nothing here)."""
+        return ""
 
     def _joint_outputs(self, inputs, summaries=False):
         """(outputs of one forward over all samples (numpy float64), per-layer summaries of
@@ -807,7 +814,8 @@ class DIFFormerClassifier(ClassifierTask, _DIFFormerBase):
         builds k-NN graphs for its image and text data. The graph enters the network's graph
         term and ``label_propagation``; new rows at ``predict`` are isolated nodes.
         ``"auto"``: a 10-NN graph (at most ``n_samples - 1`` neighbours) for
-        semi-supervised fits (some rows unlabelled, or of weight 0) of at most 20,000 rows,
+        semi-supervised fits (some rows unlabelled, or of weight 0) and for
+        ``attention_scope="graph"``, which attends along its edges, of at most 20,000 rows,
         none otherwise; an int: always without a given graph; ``None``:
         never. A given ``adjacency`` or ``graph`` always takes precedence.
     label_propagation : "auto" or bool, default="auto"
@@ -959,10 +967,11 @@ class DIFFormerClassifier(ClassifierTask, _DIFFormerBase):
         if reset:
             k = self.n_neighbors
             if k == "auto":
-                semi = not labelled.all()
+                # scarce labels, or attention that runs along edges only
+                wanted = not labelled.all() or self.attention_scope == "graph"
                 # at most n - 1 neighbours: a small fit gets the graph of all its rows
                 k = (min(AUTO_NEIGHBORS, inputs.n - 1)
-                     if semi and inputs.n <= AUTO_NEIGHBORS_MAX_ROWS else 0)
+                     if wanted and inputs.n <= AUTO_NEIGHBORS_MAX_ROWS else 0)
             self.n_neighbors_ = 0 if inputs.has_graph or k is None else int(k)
         k = getattr(self, "n_neighbors_", 0)
         if inputs.has_graph or not k:
@@ -974,6 +983,9 @@ class DIFFormerClassifier(ClassifierTask, _DIFFormerBase):
                              include_self=False)
         return dataclasses.replace(inputs, adjacency=check_adjacency(A, inputs.n),
                                    _tensors={})
+
+    def _neighbors_hint(self):
+        return ", or set n_neighbors to an int (a k-nearest-neighbour graph built by fit)"
 
     def _propagate_labels(self, outputs, data):
         """Spread the fitted labels over the graph (``label_propagation``), see

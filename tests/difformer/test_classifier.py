@@ -346,8 +346,11 @@ def test_bad_inputs_are_clear_errors(planted):
         clone(clf).set_params(kernel="linear").fit(X, y)
     with pytest.raises(ValueError, match="'qk_norm' parameter"):
         clone(clf).set_params(qk_norm="frobenius").fit(X, y)
-    with pytest.raises(ValueError, match="attention_scope='graph' .* pass 'adjacency'"):
-        clone(clf).set_params(attention_scope="graph").fit(X, y)
+    with pytest.raises(ValueError, match=r"^attention_scope='graph' attends along the edges of "
+                                         r"a graph: pass 'adjacency' \(or 'graph'\) to fit, or "
+                                         r"set n_neighbors to an int \(a k-nearest-neighbour "
+                                         r"graph built by fit\), or use attention_scope='all'\.$"):
+        clone(clf).set_params(attention_scope="graph", n_neighbors=None).fit(X, y)
     if not torch.cuda.is_available():
         with pytest.raises(ValueError, match="'device' parameter is 'cuda' but CUDA is not"):
             clone(clf).set_params(device="cuda").fit(X, y)
@@ -434,6 +437,26 @@ def test_an_adjacency_at_predict_needs_a_model_fitted_with_a_graph(planted):
     assert knn.n_neighbors_ == 5 and knn.predict_proba(X, adjacency=A).shape == (300, 3)
     given = DIFFormerClassifier(**kw).fit(X, y, adjacency=A)
     assert given.predict_proba(X, adjacency=empty).shape == (300, 3)
+
+
+def test_graph_scoped_attention_runs_along_the_edges_of_the_neighbours_graph(planted):
+    from sklearn.neighbors import kneighbors_graph
+
+    X, y, _ = planted
+    X, y = X[:120], y[:120]
+    kw = dict(FAST, max_epochs=3, feature_scaling=None, random_state=0)
+    y_semi = np.where(np.arange(120) % 4 == 0, y, -1)
+    for n_neighbors, labels, k in [(5, y_semi, 5), ("auto", y, 10)]:
+        clf = DIFFormerClassifier(**kw, n_neighbors=n_neighbors,
+                                  attention_scope="graph").fit(X, labels)
+        assert clf.n_neighbors_ == k
+        knn = kneighbors_graph(X, k)
+        edges = ((knn + knn.T + sp.eye(120)) > 0).toarray()
+        S = clf.attention_graph(X, adjacency=knn, k=120)
+        # every row's weights lie on its edges (itself included) and sum to 1
+        assert edges[S.nonzero()].all() and S.nnz == edges.sum()
+        np.testing.assert_allclose(np.asarray(S.sum(1)).ravel(), 1.0, rtol=1e-5)
+        assert clf.predict_proba(X[:5]).shape == (5, 3)
 
 
 def test_early_stopping_auto_needs_many_labelled_rows_or_given_validation_rows(
