@@ -45,6 +45,7 @@ from ._data import (
     GraphInputs,
     Partitions,
     Reshuffle,
+    WeightsStamp,
     rows_fingerprint,
     streamed_forward,
     streams,
@@ -177,7 +178,11 @@ feature_names_in_ : ndarray of str
     Column names of ``X`` when it is a DataFrame with string column names.
 summaries_ : list of dict
     Per-layer state of the training rows used by inductive ``predict`` (simple kernel:
-    per-head sums, O(1) in the training-set size; other kernels: keys and values).
+    per-head sums, O(1) in the training-set size; other kernels: keys and values),
+    computed with the fitted weights: if the network's weights change after ``fit``
+    (``net_.load_params``), inductive prediction raises a ``RuntimeError`` (the training
+    rows to recompute them are not kept), while graph mode recomputes its full-graph
+    forward.
 fitted_on_graph_ : bool
     Whether ``fit`` received a :class:`~skdiff.Graph` (then ``X`` holds node ids).
 graph_weight_ : float or None
@@ -478,6 +483,8 @@ class _DIFFormerBase(NeuralEstimatorBase):
         inputs = data.inputs
         self.fitted_on_graph_ = data.graph is not None
         self._has_graph = inputs.has_graph
+        # the weights the caches below are computed with (see _check_weights)
+        self._weights_stamp = WeightsStamp(self.module_)
         with self._inference():
             outputs, summaries = self._joint_outputs(inputs, summaries=data.graph is None)
         # kept on the CPU so a model fitted on a GPU unpickles on a CPU-only machine
@@ -653,12 +660,14 @@ class _DIFFormerBase(NeuralEstimatorBase):
         mode, inputs, graph = prepared
         if mode == "cached":
             if not mc:
+                self._check_weights()
                 return self._graph_outputs[inputs.ids]
             inputs = self._inputs(inputs.ids.reshape(-1, 1), None, graph, reset=False)
             return self._smoothed(self._joint_outputs(inputs)[0])[inputs.ids]
         if mode == "joint":
             out = self._joint_outputs(inputs)[0]
             return out if inputs.ids is None else out[inputs.ids]
+        self._check_weights()
         exact = self._float64_inference()  # a row's prediction independent of the others
         m = float64_copy(self.module_) if exact else self.module_
         chunk = self.batch_size or _PREDICT_CHUNK
@@ -670,6 +679,32 @@ class _DIFFormerBase(NeuralEstimatorBase):
                                     graph=self._has_graph)
             out[i:i + chunk] = z.double().cpu().numpy()
         return out
+
+    def _check_weights(self):
+        """Keep the caches of ``fit`` in step with the network's weights, which may change
+        after it (``net_.load_params`` restoring a skorch ``Checkpoint``, say).
+
+        In graph mode the fitted graph is kept, and its full-graph forward is recomputed
+        with the current weights. The inductive ``summaries_`` need the training rows,
+        which are not kept: predicting from them with other weights would mix two networks,
+        so that is an error.
+        """
+        stamp = self.__dict__.get("_weights_stamp")  # absent from older pickles
+        if stamp is None or stamp.matches(self.module_):
+            return
+        g = self.__dict__.get("_graph")
+        if g is not None:
+            full = self._inputs(g.node_ids(), None, g, reset=False)
+            self._graph_outputs = self._smoothed(self._joint_outputs(full)[0])
+            self._weights_stamp = WeightsStamp(self.module_)
+            return
+        raise RuntimeError(
+            f"The weights of {type(self).__name__}'s network changed after fit (e.g. by "
+            "net_.load_params), but inductive prediction attends to summaries_, the "
+            "training rows' state computed with the fitted weights, which cannot be "
+            "recomputed without those rows. Refit (to end a fit on a skorch Checkpoint's "
+            "weights, pass Checkpoint(load_best=True) in callbacks), or move the whole "
+            "fitted estimator (save/load or pickle) rather than the network's weights.")
 
     def _mc_outputs(self, inputs, n_samples, seed):
         """Monte Carlo dropout forwards; a network without dropout has one answer, repeated

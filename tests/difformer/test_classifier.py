@@ -272,6 +272,54 @@ def test_clone_pickle_joblib_and_seed(digits, tmp_path):
                                   clf.predict(Xt))
 
 
+def test_the_fitted_caches_follow_weights_loaded_through_the_net(planted, tmp_path):
+    import copy
+
+    from skorch.callbacks import Checkpoint
+
+    X, y, A = planted
+    kw = dict(FAST, dropout=0.1, random_state=0, label_propagation=False)
+    short = DIFFormerClassifier(**{**kw, "max_epochs": 3}).fit(X[:200], y[:200])
+    short.net_.save_params(f_params=tmp_path / "short.pt")
+    expected = short.predict_proba(X[200:])
+    # the same weights loaded back, a pickle and a copy: the summaries still hold
+    short.net_.load_params(f_params=tmp_path / "short.pt")
+    for same in (short, pickle.loads(pickle.dumps(short)), copy.deepcopy(short)):
+        np.testing.assert_array_equal(same.predict_proba(X[200:]), expected)
+    # other weights: summaries_ (of the fitted weights) would be mixed with them
+    long = DIFFormerClassifier(**kw).fit(X[:200], y[:200])
+    long.net_.load_params(f_params=tmp_path / "short.pt")
+    message = (r"^The weights of DIFFormerClassifier's network changed after fit \(e\.g\. by "
+               r"net_\.load_params\), but inductive prediction attends to summaries_, .* "
+               r"Refit \(to end a fit on a skorch Checkpoint's weights, pass "
+               r"Checkpoint\(load_best=True\) in callbacks\), or move the whole fitted "
+               r"estimator \(save/load or pickle\) rather than the network's weights\.$")
+    for method in (long.predict, long.predict_proba, long.sample_posterior):
+        with pytest.raises(RuntimeError, match=message):
+            method(X[200:])
+    with pytest.raises(RuntimeError, match=message):
+        pickle.loads(pickle.dumps(long)).predict(X[200:])
+    # graph mode keeps the graph: its full-graph forward follows the loaded weights
+    g = Graph(X, A)
+    ids = g.node_ids()
+    g_short = DIFFormerClassifier(**{**kw, "max_epochs": 3}).fit(ids[:150], y[:150], graph=g)
+    g_short.net_.save_params(f_params=tmp_path / "g_short.pt")
+    g_long = DIFFormerClassifier(**kw).fit(ids[:150], y[:150], graph=g)
+    assert np.abs(g_long.predict_proba(ids) - g_short.predict_proba(ids)).max() > 0.1
+    g_long.net_.load_params(f_params=tmp_path / "g_short.pt")
+    np.testing.assert_array_equal(g_long.predict_proba(ids), g_short.predict_proba(ids))
+    # a Checkpoint's best weights loaded inside fit are the ones the summaries are made of
+    cp = Checkpoint(dirname=str(tmp_path / "cp"), monitor="train_loss_best", load_best=True)
+    best = DIFFormerClassifier(**kw, callbacks=[cp]).fit(X[:200], y[:200])
+    assert best.predict_proba(X[200:]).shape == (100, 3)
+    # a failed warm start restores the weights it started from (same values, new versions)
+    warm = DIFFormerClassifier(**{**kw, "max_epochs": 3}, warm_start=True).fit(X[:200], y[:200])
+    before = warm.predict_proba(X[200:])
+    with pytest.raises(ValueError, match="has 5 features"):
+        warm.fit(X[:200, :5], y[:200])
+    np.testing.assert_array_equal(warm.predict_proba(X[200:]), before)
+
+
 def test_sample_posterior_is_calibrated_on_held_out_rows(digits):
     X, y, Xt, yt = digits
     clf = DIFFormerClassifier(**{**FAST, "hidden_dim": 64}, dropout=0.1,
