@@ -13,6 +13,7 @@ import sys
 import warnings
 
 import numpy as np
+import scipy.sparse as sp
 from sklearn.utils._param_validation import Interval as _Interval
 from sklearn.utils.validation import validate_data as _validate_data
 
@@ -82,8 +83,33 @@ def check_n_samples(n_samples, name="n_samples"):
     return int(n_samples)
 
 
+def from_torch(values):
+    """``values`` as numpy or scipy when it is a torch tensor, else unchanged.
+
+    A dense tensor becomes a numpy array (detached, on the CPU; ``bfloat16``, which numpy
+    lacks, as float32), a sparse one of two dimensions (COO, CSR, CSC, BSR) a scipy CSR
+    matrix with the same stored entries; a sparse tensor of other dimensions becomes dense,
+    for the caller's shape check to name.
+    """
+    import torch
+
+    if not isinstance(values, torch.Tensor):
+        return values
+    t = values.detach()
+    if t.layout != torch.strided:
+        if t.dim() != 2 or t.dense_dim() != 0:
+            return from_torch(t.to_dense())
+        t = (t if t.layout == torch.sparse_coo else t.to_sparse_coo()).coalesce().cpu()
+        rows, cols = t.indices().numpy()
+        return sp.csr_matrix((from_torch(t.values()), (rows, cols)), shape=tuple(t.shape))
+    t = t.cpu()
+    return (t.float() if t.dtype == torch.bfloat16 else t).resolve_conj().numpy()
+
+
 def _holds(values, kinds):
-    """Whether ``values`` (array-like or sparse) has a numpy dtype of one of ``kinds``."""
+    """Whether ``values`` (array-like, sparse or a torch tensor) has a numpy dtype of one of
+    ``kinds``."""
+    values = from_torch(values)
     dtype = getattr(values, "dtype", None)
     if dtype is None:
         try:
@@ -185,9 +211,18 @@ def check_target_length(y, n_rows, what="row"):
         raise ValueError(f"X has {n_rows} rows but y has {n_y}; pass one target per {what}.")
 
 
+def _is_real(value):
+    """Whether ``value`` is a real number (Python's, numpy's or a ``Decimal``), not a bool."""
+    if isinstance(value, (bool, np.bool_)) or not isinstance(value, numbers.Number):
+        return False
+    return isinstance(value, numbers.Real) or not isinstance(value, numbers.Complex)
+
+
 def check_sample_weight(sample_weight, n, *, name="sample_weight"):
     """Non-negative finite per-row weights as float64 of shape (n,); ``None`` gives ones.
 
+    Any numeric dtype is read, and an object array whose entries are all real numbers;
+    booleans, strings and other objects are refused.
     The weights are rescaled to mean 1: the losses and statistics are weighted *means*, so
     only their ratios matter, and weights such as ``1e-50`` or ``1e300`` would otherwise
     underflow or overflow in the network's float32.
@@ -195,6 +230,17 @@ def check_sample_weight(sample_weight, n, *, name="sample_weight"):
     if sample_weight is None:
         return np.ones(n)
     w = np.asarray(sample_weight)
+    if w.dtype.kind == "O":
+        # an object array of numbers (a pandas column of object dtype, a list mixing Python
+        # and numpy scalars) is read as numbers, as scikit-learn reads X; anything else in
+        # it (strings, booleans, None) is refused by value
+        bad = next(((i, v) for i, v in enumerate(w.ravel()) if not _is_real(v)), None)
+        if bad is not None:
+            raise TypeError(
+                f"'{name}' must be numbers; got dtype object holding {bad[1]!r} (a "
+                f"{type(bad[1]).__name__}) at position {bad[0]}; pass one real number per "
+                "row of X.")
+        w = w.astype(np.float64)
     if w.dtype.kind not in "biuf" or w.dtype == bool:
         raise TypeError(f"'{name}' must be numbers; got dtype {w.dtype}.")
     w = w.astype(np.float64)

@@ -8,7 +8,7 @@ import numpy as np
 import scipy.sparse as sp
 from sklearn.utils import check_array
 
-from ._checks import _holds, restate_array_error
+from ._checks import _holds, from_torch, restate_array_error
 
 __all__ = ["Graph", "check_adjacency", "check_node_ids"]
 
@@ -16,13 +16,15 @@ __all__ = ["Graph", "check_adjacency", "check_node_ids"]
 def check_adjacency(adjacency, n, *, name="adjacency", what="rows of X", symmetrize=True):
     """Validate an adjacency matrix over ``n`` items and return it as float CSR.
 
-    Accepts scipy sparse matrices/arrays and dense array-likes. The matrix must be square,
+    Accepts scipy sparse matrices/arrays, dense array-likes and torch tensors (dense or
+    sparse, :func:`~skdiff._checks.from_torch`). The matrix must be square,
     ``n`` x ``n``, finite and non-negative. An asymmetric matrix is symmetrised as
     ``max(A, A.T)`` (documented behaviour: edges are treated as undirected) when ``symmetrize``
     is true, and refused otherwise.
     """
     if adjacency is None:
         raise ValueError(f"'{name}' is None; pass a (n, n) matrix or omit it.")
+    adjacency = from_torch(adjacency)
     if _holds(adjacency, "c"):
         raise ValueError(f"'{name}' holds complex numbers; edge weights must be real (pass "
                          f"e.g. the moduli, abs({name})).")
@@ -92,8 +94,9 @@ class Graph:
     ----------
     features : {array-like, sparse matrix} of shape (n_nodes, n_features)
         Node features (finite).
-    adjacency : {array-like, sparse matrix} of shape (n_nodes, n_nodes)
-        Non-negative edge weights; an asymmetric matrix is symmetrised as ``max(A, A.T)``.
+    adjacency : {array-like, sparse matrix, torch tensor} of shape (n_nodes, n_nodes)
+        Non-negative edge weights (a torch tensor, dense or sparse, is read as numpy or
+        scipy); an asymmetric matrix is symmetrised as ``max(A, A.T)``.
 
     Attributes
     ----------

@@ -266,6 +266,10 @@ class RegressorTask(RegressorMixin, EstimatorBase):
                 f"y must be 1-D or 2-D (n_samples, n_outputs); got shape {y.shape}. Flatten "
                 "the outputs of each row first, e.g. y.reshape(len(y), -1) for the "
                 "(n, horizon, channels) targets of skdiff.datasets.make_windows.")
+        if y.ndim == 2 and y.shape[1] == 0:
+            raise ValueError(
+                f"y has no outputs: got shape {y.shape}. Pass one target per row, y of shape "
+                f"({len(y)},), or ({len(y)}, n_outputs) with n_outputs >= 1.")
         y2 = y.reshape(len(y), -1)
         nan = np.isnan(y2)
         labelled = ~nan.any(axis=1)

@@ -36,6 +36,7 @@ __all__ = [
     "GraphInputs",
     "Partitions",
     "Reshuffle",
+    "WeightsStamp",
     "degree_scale",
     "graph_rows",
     "normalized_block",
@@ -277,6 +278,70 @@ def rows_fingerprint(X):
     sub = sub.toarray() if sp.issparse(sub) else np.asarray(sub)
     digest = hashlib.sha1(np.ascontiguousarray(sub, dtype=np.float64).tobytes()).hexdigest()
     return tuple(X.shape), digest
+
+
+class WeightsStamp:
+    """Which weights of a network the fitted caches were computed with.
+
+    :meth:`matches` tells whether the network still holds them. Its quick test: the
+    parameters and buffers are the same tensor objects, at the same memory, with the same
+    version counters (torch bumps a tensor's version on every in-place change, such as an
+    optimiser step or the copy of ``load_state_dict``, the way skorch's ``load_params``
+    restores a file). Where that fails (a pickled or copied network, a restored one), a
+    SHA-1 of the names, dtypes, shapes and bytes of the ``state_dict`` decides, and a match
+    renews the quick test. A pickle keeps the checksum only.
+    """
+
+    _seen = None
+
+    def __init__(self, module):
+        self.digest = self._digest(module)
+        self._seen = self._versions(module)
+
+    @classmethod
+    def _tensors(cls, module, out=None):
+        # the module's own dictionaries, walked directly: several times faster than
+        # parameters() and buffers(), and this runs on every prediction
+        out = [] if out is None else out
+        out.extend(t for t in module._parameters.values() if t is not None)
+        out.extend(t for t in module._buffers.values() if t is not None)
+        for child in module._modules.values():
+            if child is not None:
+                cls._tensors(child, out)
+        return out
+
+    @classmethod
+    def _versions(cls, module):
+        tensors = cls._tensors(module)
+        return tensors, [(t._version, t.data_ptr()) for t in tensors]
+
+    @staticmethod
+    def _digest(module):
+        h = hashlib.sha1()
+        for name, t in module.state_dict().items():
+            if not isinstance(t, torch.Tensor):
+                continue
+            t = t.detach().cpu().contiguous().reshape(-1)
+            h.update(f"{name}:{t.dtype}:{t.numel()};".encode())
+            h.update(t.view(torch.uint8).numpy().tobytes())
+        return h.hexdigest()
+
+    def matches(self, module):
+        """Whether ``module`` holds the stamped weights."""
+        if self._seen is not None:
+            seen, versions = self._seen
+            tensors = self._tensors(module)
+            if len(tensors) == len(seen) and all(
+                    t is s and t._version == v and t.data_ptr() == ptr
+                    for t, s, (v, ptr) in zip(tensors, seen, versions)):
+                return True
+        if self._digest(module) != self.digest:
+            return False
+        self._seen = self._versions(module)
+        return True
+
+    def __getstate__(self):
+        return {"digest": self.digest}
 
 
 @dataclass

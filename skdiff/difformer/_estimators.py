@@ -46,6 +46,7 @@ from ._data import (
     GraphInputs,
     Partitions,
     Reshuffle,
+    WeightsStamp,
     rows_fingerprint,
     streamed_forward,
     streams,
@@ -152,7 +153,9 @@ value_projection : bool
     setting).
 attention_scope : {"all", "graph"}
     ``"all"``: attend to every row; ``"graph"``: only along the edges (with
-    ``kernel="softmax"`` a GAT-like graph attention); needs an adjacency.
+    ``kernel="softmax"`` a GAT-like graph attention); needs a graph: an adjacency, a
+    :class:`~skdiff.Graph`, or the classifier's k-nearest-neighbour graph
+    (``n_neighbors``, whose ``"auto"`` builds one for this scope).
 block_size : int
     Query rows per block of the quadratic kernels (memory O(block_size * n)).
 batch_size : int or None
@@ -176,7 +179,11 @@ feature_names_in_ : ndarray of str
     Column names of ``X`` when it is a DataFrame with string column names.
 summaries_ : list of dict
     Per-layer state of the training rows used by inductive ``predict`` (simple kernel:
-    per-head sums, O(1) in the training-set size; other kernels: keys and values).
+    per-head sums, O(1) in the training-set size; other kernels: keys and values),
+    computed with the fitted weights: if the network's weights change after ``fit``
+    (``net_.load_params``), inductive prediction raises a ``RuntimeError`` (the training
+    rows to recompute them are not kept), while graph mode recomputes its full-graph
+    forward.
 fitted_on_graph_ : bool
     Whether ``fit`` received a :class:`~skdiff.Graph` (then ``X`` holds node ids).
 graph_weight_ : float or None
@@ -191,8 +198,9 @@ y : array-like of shape (n_samples,), or (n_samples, n_outputs) for the regresso
     ``unlabelled`` (``-1``) or by ``NaN`` for the regressor, take part in the attention
     but not in the loss (semi-supervised learning). In graph mode, nodes not in ``X`` are
     unlabelled.
-adjacency : {array-like, sparse matrix} of shape (n_samples, n_samples)
-    Graph among the rows of ``X`` (features mode): adds the graph term, and in prediction
+adjacency : {array-like, sparse matrix, torch tensor} of shape (n_samples, n_samples)
+    Graph among the rows of ``X`` (features mode; a torch tensor, dense or sparse, is read
+    as numpy or scipy): adds the graph term, and in prediction
     makes the rows of ``X`` attend to each other in one joint forward (the paper's
     transductive setting) instead of to the stored training rows. Edges are undirected
     (an asymmetric matrix is symmetrised as ``max(A, A.T)``) and may be weighted; the
@@ -235,9 +243,12 @@ Without ``adjacency``, each row attends to the stored training rows only (induct
 independent of how the rows are batched; a model fitted with a graph treats new rows
 as isolated nodes, and warns when X holds the very rows it was fitted on with an
 adjacency). With ``adjacency`` (n, n) over the rows of X: one joint forward
-over them (the paper's transductive setting). In graph mode (``fit(..., graph=g)``),
-X holds node ids and the answer comes from a full-graph forward (cached at the end
-of ``fit`` for the fitted graph; pass ``graph`` to predict on another graph).
+over them (the paper's transductive setting), for a model fitted with a graph (an
+``adjacency``, or the classifier's ``n_neighbors``); a model fitted without one has
+no trained graph term and refuses an ``adjacency`` (a ``ValueError``). In graph mode
+(``fit(..., graph=g)``), X holds node ids and the answer comes from a full-graph
+forward (cached at the end of ``fit`` for the fitted graph; pass ``graph`` to predict
+on another graph).
 """
 DIFFORMER_DOCS["input_attributes"] = [
     "feature_scaling_", "n_features_in_", "feature_names_in_", "summaries_", "fitted_on_graph_",
@@ -317,9 +328,6 @@ class _DIFFormerBase(NeuralEstimatorBase):
         if reset:  # predict(X) without the adjacency of fit is a likely slip: warned there
             self._graph_rows_key = (rows_fingerprint(inputs.features)
                                     if adjacency is not None else None)
-        if self.attention_scope == "graph" and not inputs.has_graph:
-            raise ValueError("attention_scope='graph' attends along the edges of a graph: pass "
-                             "'adjacency' (or 'graph') to fit, or use attention_scope='all'.")
         n_rows = inputs.n if inputs.ids is None else inputs.ids.size
         check_target_length(y, n_rows)
         weights = check_sample_weight(sample_weight, n_rows)
@@ -328,6 +336,10 @@ class _DIFFormerBase(NeuralEstimatorBase):
         # a labelled row of weight 0 is an unlabelled row, here as everywhere in fit
         labelled = labelled & (weights > 0)
         inputs = self._with_neighbors_graph(inputs, labelled, reset)
+        if self.attention_scope == "graph" and not inputs.has_graph:
+            raise ValueError("attention_scope='graph' attends along the edges of a graph: pass "
+                             f"'adjacency' (or 'graph') to fit{self._neighbors_hint()}, or use "
+                             "attention_scope='all'.")
         rows = np.flatnonzero(labelled)
         if rows.size == 0:
             raise ValueError("The sample weights are zero on every labelled row; nothing to "
@@ -472,6 +484,8 @@ class _DIFFormerBase(NeuralEstimatorBase):
         inputs = data.inputs
         self.fitted_on_graph_ = data.graph is not None
         self._has_graph = inputs.has_graph
+        # the weights the caches below are computed with (see _check_weights)
+        self._weights_stamp = WeightsStamp(self.module_)
         with self._inference():
             outputs, summaries = self._joint_outputs(inputs, summaries=data.graph is None)
         # kept on the CPU so a model fitted on a GPU unpickles on a CPU-only machine
@@ -555,6 +569,10 @@ class _DIFFormerBase(NeuralEstimatorBase):
         here)."""
         return inputs
 
+    def _neighbors_hint(self):
+        """How else a fit gets a graph, for messages (nothing here)."""
+        return ""
+
     def _joint_outputs(self, inputs, summaries=False):
         """(outputs of one forward over all samples (numpy float64), per-layer summaries of
         that forward or []).
@@ -615,8 +633,9 @@ class _DIFFormerBase(NeuralEstimatorBase):
         return ("joint" if adjacency is not None else "inductive"), inputs, None
 
     def _check_predict_mode(self, adjacency, graph):
-        """Refuse an ``adjacency`` beside ``graph``, or given to a model fitted in graph
-        mode (whose ``X`` holds node ids, not feature rows an adjacency could join)."""
+        """Refuse an ``adjacency`` beside ``graph``, given to a model fitted in graph mode
+        (whose ``X`` holds node ids, not feature rows an adjacency could join), or given to
+        a model fitted without a graph (whose network has no trained graph term)."""
         if graph is not None and adjacency is not None:
             raise ValueError("Pass either 'graph' (graph mode, X = node ids) or 'adjacency' "
                              "(features mode), not both.")
@@ -627,17 +646,29 @@ class _DIFFormerBase(NeuralEstimatorBase):
                 "adjacency=None to predict on the fitted graph's nodes, or pass "
                 "graph=Graph(features, adjacency) for another graph. To predict on feature "
                 "rows joined by an adjacency, fit with X as features and adjacency= instead.")
+        if adjacency is not None and not self.__dict__.get("_has_graph", True):
+            # the graph term (with every row's self-loop) would enter a network that never
+            # trained with one: even an empty adjacency would change its predictions
+            knn = " (or n_neighbors, a k-nearest-neighbour graph)" \
+                if "n_neighbors" in self.get_params(deep=False) else ""
+            raise ValueError(
+                f"{type(self).__name__} was fitted without a graph, so its network has no "
+                "trained graph term; got an 'adjacency'. Leave adjacency=None to predict "
+                "each row from the training rows, or fit with an adjacency among the "
+                f"training rows{knn} to predict with one.")
 
     def _outputs(self, prepared, mc=False):
         mode, inputs, graph = prepared
         if mode == "cached":
             if not mc:
+                self._check_weights()
                 return self._graph_outputs[inputs.ids]
             inputs = self._inputs(inputs.ids.reshape(-1, 1), None, graph, reset=False)
             return self._smoothed(self._joint_outputs(inputs)[0])[inputs.ids]
         if mode == "joint":
             out = self._joint_outputs(inputs)[0]
             return out if inputs.ids is None else out[inputs.ids]
+        self._check_weights()
         exact = self._float64_inference()  # a row's prediction independent of the others
         m = float64_copy(self.module_) if exact else self.module_
         chunk = self.batch_size or _PREDICT_CHUNK
@@ -649,6 +680,32 @@ class _DIFFormerBase(NeuralEstimatorBase):
                                     graph=self._has_graph)
             out[i:i + chunk] = z.double().cpu().numpy()
         return out
+
+    def _check_weights(self):
+        """Keep the caches of ``fit`` in step with the network's weights, which may change
+        after it (``net_.load_params`` restoring a skorch ``Checkpoint``, say).
+
+        In graph mode the fitted graph is kept, and its full-graph forward is recomputed
+        with the current weights. The inductive ``summaries_`` need the training rows,
+        which are not kept: predicting from them with other weights would mix two networks,
+        so that is an error.
+        """
+        stamp = self.__dict__.get("_weights_stamp")  # absent from older pickles
+        if stamp is None or stamp.matches(self.module_):
+            return
+        g = self.__dict__.get("_graph")
+        if g is not None:
+            full = self._inputs(g.node_ids(), None, g, reset=False)
+            self._graph_outputs = self._smoothed(self._joint_outputs(full)[0])
+            self._weights_stamp = WeightsStamp(self.module_)
+            return
+        raise RuntimeError(
+            f"The weights of {type(self).__name__}'s network changed after fit (e.g. by "
+            "net_.load_params), but inductive prediction attends to summaries_, the "
+            "training rows' state computed with the fitted weights, which cannot be "
+            "recomputed without those rows. Refit (to end a fit on a skorch Checkpoint's "
+            "weights, pass Checkpoint(load_best=True) in callbacks), or move the whole "
+            "fitted estimator (save/load or pickle) rather than the network's weights.")
 
     def _mc_outputs(self, inputs, n_samples, seed):
         """Monte Carlo dropout forwards; a network without dropout has one answer, repeated
@@ -793,7 +850,8 @@ class DIFFormerClassifier(ClassifierTask, _DIFFormerBase):
         builds k-NN graphs for its image and text data. The graph enters the network's graph
         term and ``label_propagation``; new rows at ``predict`` are isolated nodes.
         ``"auto"``: a 10-NN graph (at most ``n_samples - 1`` neighbours) for
-        semi-supervised fits (some rows unlabelled, or of weight 0) of at most 20,000 rows,
+        semi-supervised fits (some rows unlabelled, or of weight 0) and for
+        ``attention_scope="graph"``, which attends along its edges, of at most 20,000 rows,
         none otherwise; an int: always without a given graph; ``None``:
         never. A given ``adjacency`` or ``graph`` always takes precedence.
     label_propagation : "auto" or bool, default="auto"
@@ -945,10 +1003,11 @@ class DIFFormerClassifier(ClassifierTask, _DIFFormerBase):
         if reset:
             k = self.n_neighbors
             if k == "auto":
-                semi = not labelled.all()
+                # scarce labels, or attention that runs along edges only
+                wanted = not labelled.all() or self.attention_scope == "graph"
                 # at most n - 1 neighbours: a small fit gets the graph of all its rows
                 k = (min(AUTO_NEIGHBORS, inputs.n - 1)
-                     if semi and inputs.n <= AUTO_NEIGHBORS_MAX_ROWS else 0)
+                     if wanted and inputs.n <= AUTO_NEIGHBORS_MAX_ROWS else 0)
             self.n_neighbors_ = 0 if inputs.has_graph or k is None else int(k)
         k = getattr(self, "n_neighbors_", 0)
         if inputs.has_graph or not k:
@@ -960,6 +1019,9 @@ class DIFFormerClassifier(ClassifierTask, _DIFFormerBase):
                              include_self=False)
         return dataclasses.replace(inputs, adjacency=check_adjacency(A, inputs.n),
                                    _tensors={})
+
+    def _neighbors_hint(self):
+        return ", or set n_neighbors to an int (a k-nearest-neighbour graph built by fit)"
 
     def _propagate_labels(self, outputs, data):
         """Spread the fitted labels over the graph (``label_propagation``), see

@@ -146,9 +146,10 @@ def test_inductive_predict_is_independent_of_batching(digits):
     # do not depend on how many rows share the call (float32 products round differently)
     one = np.vstack([clf.predict_proba(Xt[i:i + 1]) for i in range(5)])
     np.testing.assert_allclose(one, full[:5], rtol=1e-12, atol=1e-12)
-    # the joint forward over X with an adjacency does depend on the other rows
-    A = sp.eye(len(Xt), k=1, format="csr")
-    assert not np.allclose(clf.predict_proba(Xt, adjacency=A), full)
+    # a joint forward over X would depend on the other rows, and needs a model fitted with
+    # a graph
+    with pytest.raises(ValueError, match="fitted without a graph"):
+        clf.predict_proba(Xt, adjacency=sp.eye(len(Xt), k=1, format="csr"))
 
 
 @pytest.mark.parametrize("kernel,scope", [("advanced", "all"), ("softmax", "all"),
@@ -271,6 +272,54 @@ def test_clone_pickle_joblib_and_seed(digits, tmp_path):
                                   clf.predict(Xt))
 
 
+def test_the_fitted_caches_follow_weights_loaded_through_the_net(planted, tmp_path):
+    import copy
+
+    from skorch.callbacks import Checkpoint
+
+    X, y, A = planted
+    kw = dict(FAST, dropout=0.1, random_state=0, label_propagation=False)
+    short = DIFFormerClassifier(**{**kw, "max_epochs": 3}).fit(X[:200], y[:200])
+    short.net_.save_params(f_params=tmp_path / "short.pt")
+    expected = short.predict_proba(X[200:])
+    # the same weights loaded back, a pickle and a copy: the summaries still hold
+    short.net_.load_params(f_params=tmp_path / "short.pt")
+    for same in (short, pickle.loads(pickle.dumps(short)), copy.deepcopy(short)):
+        np.testing.assert_array_equal(same.predict_proba(X[200:]), expected)
+    # other weights: summaries_ (of the fitted weights) would be mixed with them
+    long = DIFFormerClassifier(**kw).fit(X[:200], y[:200])
+    long.net_.load_params(f_params=tmp_path / "short.pt")
+    message = (r"^The weights of DIFFormerClassifier's network changed after fit \(e\.g\. by "
+               r"net_\.load_params\), but inductive prediction attends to summaries_, .* "
+               r"Refit \(to end a fit on a skorch Checkpoint's weights, pass "
+               r"Checkpoint\(load_best=True\) in callbacks\), or move the whole fitted "
+               r"estimator \(save/load or pickle\) rather than the network's weights\.$")
+    for method in (long.predict, long.predict_proba, long.sample_posterior):
+        with pytest.raises(RuntimeError, match=message):
+            method(X[200:])
+    with pytest.raises(RuntimeError, match=message):
+        pickle.loads(pickle.dumps(long)).predict(X[200:])
+    # graph mode keeps the graph: its full-graph forward follows the loaded weights
+    g = Graph(X, A)
+    ids = g.node_ids()
+    g_short = DIFFormerClassifier(**{**kw, "max_epochs": 3}).fit(ids[:150], y[:150], graph=g)
+    g_short.net_.save_params(f_params=tmp_path / "g_short.pt")
+    g_long = DIFFormerClassifier(**kw).fit(ids[:150], y[:150], graph=g)
+    assert np.abs(g_long.predict_proba(ids) - g_short.predict_proba(ids)).max() > 0.1
+    g_long.net_.load_params(f_params=tmp_path / "g_short.pt")
+    np.testing.assert_array_equal(g_long.predict_proba(ids), g_short.predict_proba(ids))
+    # a Checkpoint's best weights loaded inside fit are the ones the summaries are made of
+    cp = Checkpoint(dirname=str(tmp_path / "cp"), monitor="train_loss_best", load_best=True)
+    best = DIFFormerClassifier(**kw, callbacks=[cp]).fit(X[:200], y[:200])
+    assert best.predict_proba(X[200:]).shape == (100, 3)
+    # a failed warm start restores the weights it started from (same values, new versions)
+    warm = DIFFormerClassifier(**{**kw, "max_epochs": 3}, warm_start=True).fit(X[:200], y[:200])
+    before = warm.predict_proba(X[200:])
+    with pytest.raises(ValueError, match="has 5 features"):
+        warm.fit(X[:200, :5], y[:200])
+    np.testing.assert_array_equal(warm.predict_proba(X[200:]), before)
+
+
 def test_sample_posterior_is_calibrated_on_held_out_rows(digits):
     X, y, Xt, yt = digits
     clf = DIFFormerClassifier(**{**FAST, "hidden_dim": 64}, dropout=0.1,
@@ -345,8 +394,11 @@ def test_bad_inputs_are_clear_errors(planted):
         clone(clf).set_params(kernel="linear").fit(X, y)
     with pytest.raises(ValueError, match="'qk_norm' parameter"):
         clone(clf).set_params(qk_norm="frobenius").fit(X, y)
-    with pytest.raises(ValueError, match="attention_scope='graph' .* pass 'adjacency'"):
-        clone(clf).set_params(attention_scope="graph").fit(X, y)
+    with pytest.raises(ValueError, match=r"^attention_scope='graph' attends along the edges of "
+                                         r"a graph: pass 'adjacency' \(or 'graph'\) to fit, or "
+                                         r"set n_neighbors to an int \(a k-nearest-neighbour "
+                                         r"graph built by fit\), or use attention_scope='all'\.$"):
+        clone(clf).set_params(attention_scope="graph", n_neighbors=None).fit(X, y)
     if not torch.cuda.is_available():
         with pytest.raises(ValueError, match="'device' parameter is 'cuda' but CUDA is not"):
             clone(clf).set_params(device="cuda").fit(X, y)
@@ -379,6 +431,80 @@ def test_bad_inputs_are_clear_errors(planted):
         Graph(X, A * np.nan)
     with pytest.raises(ValueError, match="'n_samples' must be an integer >= 1"):
         clf.fit(X, y).sample_posterior(X, n_samples=0)
+
+
+def test_an_adjacency_may_be_a_torch_tensor_dense_or_sparse(planted):
+    X, y, A = planted
+    A = sp.csr_matrix(A)
+    kw = dict(FAST, max_epochs=3, random_state=0)
+    ref = DIFFormerClassifier(**kw).fit(X, y, adjacency=A)
+    expected = ref.predict_proba(X[:100], adjacency=A[:100, :100])
+    dense = torch.tensor(A.toarray())
+    for At in (dense, dense.to_sparse(), dense.to_sparse_csr(), dense.float()):
+        clf = DIFFormerClassifier(**kw).fit(X, y, adjacency=At)
+        np.testing.assert_array_equal(clf.predict_proba(X[:100], adjacency=At[:100, :100]
+                                                        if At.layout == torch.strided
+                                                        else A[:100, :100]), expected)
+    np.testing.assert_array_equal(ref.predict_proba(X[:100], adjacency=dense[:100, :100]
+                                                    .to_sparse()), expected)
+    g = Graph(X, dense.to_sparse_csr())
+    assert (g.adjacency != Graph(X, A).adjacency).nnz == 0
+    with pytest.raises(ValueError, match="'adjacency' holds complex numbers"):
+        DIFFormerClassifier(**kw).fit(X, y, adjacency=dense.to(torch.complex64))
+    with pytest.raises(ValueError, match=r"'adjacency' must be 2-D \(n, n\); got an array of "
+                                         r"shape \(1, 300, 300\)"):
+        DIFFormerClassifier(**kw).fit(X, y, adjacency=dense[None].to_sparse())
+
+
+def test_an_adjacency_at_predict_needs_a_model_fitted_with_a_graph(planted):
+    # the joint forward adds the graph term (and every row's self-loop): a network trained
+    # without one would get a term it never learnt, so the adjacency is refused
+    from skdiff import DIFFormerRegressor
+
+    X, y, A = planted
+    kw = dict(FAST, max_epochs=3, random_state=0)
+    plain = DIFFormerClassifier(**kw, n_neighbors=None).fit(X, y)
+    empty = sp.csr_matrix((300, 300))
+    message = (r"^DIFFormerClassifier was fitted without a graph, so its network has no "
+               r"trained graph term; got an 'adjacency'\. Leave adjacency=None to predict "
+               r"each row from the training rows, or fit with an adjacency among the training "
+               r"rows \(or n_neighbors, a k-nearest-neighbour graph\) to predict with one\.$")
+    score = lambda X, adjacency: plain.score(X, y, adjacency=adjacency)  # noqa: E731
+    for method in (plain.predict, plain.predict_proba, plain.sample_posterior,
+                   plain.attention_graph, score):
+        for adjacency in (A, empty):
+            with pytest.raises(ValueError, match=message):
+                method(X, adjacency=adjacency)
+    reg = DIFFormerRegressor(**kw).fit(X, y.astype(float))
+    with pytest.raises(ValueError, match=r"fitted without a graph.* training rows to predict "
+                                         r"with one\.$"):
+        reg.predict(X, adjacency=A)
+    # a graph of fit, given or built by n_neighbors, makes the joint forward the model's own
+    y_semi = np.where(np.arange(300) % 4 == 0, y, -1)
+    knn = DIFFormerClassifier(**kw, n_neighbors=5).fit(X, y_semi)
+    assert knn.n_neighbors_ == 5 and knn.predict_proba(X, adjacency=A).shape == (300, 3)
+    given = DIFFormerClassifier(**kw).fit(X, y, adjacency=A)
+    assert given.predict_proba(X, adjacency=empty).shape == (300, 3)
+
+
+def test_graph_scoped_attention_runs_along_the_edges_of_the_neighbours_graph(planted):
+    from sklearn.neighbors import kneighbors_graph
+
+    X, y, _ = planted
+    X, y = X[:120], y[:120]
+    kw = dict(FAST, max_epochs=3, feature_scaling=None, random_state=0)
+    y_semi = np.where(np.arange(120) % 4 == 0, y, -1)
+    for n_neighbors, labels, k in [(5, y_semi, 5), ("auto", y, 10)]:
+        clf = DIFFormerClassifier(**kw, n_neighbors=n_neighbors,
+                                  attention_scope="graph").fit(X, labels)
+        assert clf.n_neighbors_ == k
+        knn = kneighbors_graph(X, k)
+        edges = ((knn + knn.T + sp.eye(120)) > 0).toarray()
+        S = clf.attention_graph(X, adjacency=knn, k=120)
+        # every row's weights lie on its edges (itself included) and sum to 1
+        assert edges[S.nonzero()].all() and S.nnz == edges.sum()
+        np.testing.assert_allclose(np.asarray(S.sum(1)).ravel(), 1.0, rtol=1e-5)
+        assert clf.predict_proba(X[:5]).shape == (5, 3)
 
 
 def test_early_stopping_auto_needs_many_labelled_rows_or_given_validation_rows(

@@ -68,8 +68,8 @@ def test_inductive_predict_is_independent_of_batching(field):
     perm = np.random.RandomState(1).permutation(100)
     np.testing.assert_allclose(reg.predict(X[200:][perm]), full[perm], rtol=1e-12, atol=1e-12)
     np.testing.assert_allclose(reg.predict(X[200:207]), full[:7], rtol=1e-12, atol=1e-12)
-    A = sp.eye(100, k=1, format="csr")
-    assert not np.allclose(reg.predict(X[200:], adjacency=A), full)
+    with pytest.raises(ValueError, match="fitted without a graph"):  # no joint forward
+        reg.predict(X[200:], adjacency=sp.eye(100, k=1, format="csr"))
 
 
 def test_multi_output_std_and_posterior_samples(field):
@@ -151,3 +151,34 @@ def test_bad_targets_are_clear_errors(field):
         reg.fit(X, y[:299])
     with pytest.raises(ValueError, match="'sample_weight' must be finite and non-negative"):
         reg.fit(X, y, sample_weight=-np.ones(300))
+
+
+def test_sample_weight_of_numbers_in_an_object_array_is_read_as_numbers(field):
+    X, y, _ = field
+    kw = dict(FAST, max_epochs=3, random_state=0)
+    w = np.where(np.arange(300) % 2, 1.0, 3.0)
+    as_float = DIFFormerRegressor(**kw).fit(X, y, sample_weight=w)
+    mixed = np.array([int(v) if i % 3 else np.float32(v) for i, v in enumerate(w)],
+                     dtype=object)  # a pandas column of object dtype holds such values
+    as_object = DIFFormerRegressor(**kw).fit(X, y, sample_weight=mixed)
+    np.testing.assert_array_equal(as_object.predict(X[:50]), as_float.predict(X[:50]))
+    labels = w.astype(object)
+    labels[7] = "3"
+    with pytest.raises(TypeError, match=r"^'sample_weight' must be numbers; got dtype object "
+                                        r"holding '3' \(a str\) at position 7; pass one real "
+                                        r"number per row of X\.$"):
+        DIFFormerRegressor(**kw).fit(X, y, sample_weight=labels)
+    labels[7] = True
+    with pytest.raises(TypeError, match=r"holding True \(a bool\) at position 7"):
+        DIFFormerRegressor(**kw).fit(X, y, sample_weight=labels)
+
+
+@pytest.mark.parametrize("method", ["fit", "partial_fit"])
+def test_a_y_without_outputs_is_refused_by_name(field, method):
+    X, _, _ = field
+    reg = DIFFormerRegressor(**{**FAST, "max_epochs": 2})
+    with pytest.raises(ValueError, match=r"^y has no outputs: got shape \(300, 0\)\. Pass one "
+                                         r"target per row, y of shape \(300,\), or "
+                                         r"\(300, n_outputs\) with n_outputs >= 1\.$"):
+        getattr(reg, method)(X, np.empty((300, 0)))
+    assert not hasattr(reg, "net_")
