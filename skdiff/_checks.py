@@ -132,9 +132,13 @@ def restate_array_error(msg, what, arg, values):
                 "(e.g. with sklearn.preprocessing.OneHotEncoder).")
     if arg == "y":  # the emptiness of y is reported as X's, whose rows it matches
         return None
-    if msg.startswith("Found array with 0 sample"):
+    try:  # the emptiness is reported for the array that is empty (X's rows or columns)
+        shape = values.shape if sp.issparse(values) else np.shape(values)
+    except ValueError:  # a ragged list, which is not empty
+        shape = ()
+    if msg.startswith("Found array with 0 sample") and len(shape) and shape[0] == 0:
         return f"{what} has no rows; pass at least one. ({msg})"
-    if msg.startswith("Found array with 0 feature"):
+    if msg.startswith("Found array with 0 feature") and len(shape) > 1 and shape[1] == 0:
         return f"{what} has no columns; pass at least one feature. ({msg})"
     return None
 

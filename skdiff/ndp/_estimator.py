@@ -445,7 +445,7 @@ class NDPRegressor(RegressorMixin, EstimatorBase):
     def _fit(self, X, y):
         seed = self._prepare_fit()
         y_arr = np.asarray(y) if not hasattr(y, "iloc") else y.to_numpy()
-        if y_arr.ndim > 2 or (y_arr.ndim == 2 and y_arr.shape[1] > 1):
+        if y_arr.ndim > 2 or (y_arr.ndim == 2 and y_arr.shape[1] != 1):
             raise ValueError(
                 f"NDPRegressor models a single output: y is expected of shape (n_samples,); "
                 f"got {y_arr.shape}. Fit one estimator per column of a 2-D y (e.g. "

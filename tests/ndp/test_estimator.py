@@ -192,6 +192,8 @@ def test_bad_input(data):
         est.fit(X[:1], y[:1])
     with pytest.raises(ValueError, match="single output"):
         est.fit(X, np.c_[y, y])
+    with pytest.raises(ValueError, match=r"single output: .*got \(9, 0\)"):
+        est.fit(X, np.empty((len(X), 0)))  # not reported as an X without columns
     with pytest.warns(UserWarning, match="y is constant"):
         const = clone(est).fit(X, np.full(len(y), 3.0))
     assert np.allclose(const.predict(Xt), 3.0, atol=1.0)
