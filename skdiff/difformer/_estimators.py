@@ -1074,18 +1074,20 @@ class DIFFormerClassifier(ClassifierTask, _DIFFormerBase):
             cbs += (("weight_averaging", WeightAveraging()),)
         return cbs
 
-    def partial_fit(self, X, y, adjacency=None, *, classes=None, graph=None,
+    def partial_fit(self, X, y, classes=None, adjacency=None, *, graph=None,
                     validation_mask=None, sample_weight=None):
         """Train one more epoch, starting from the current weights (or from scratch if unfitted).
 
         %(partial_fit_summary)s
 
+        ``classes`` comes third, as in scikit-learn's ``partial_fit(X, y, classes)``.
+
         Parameters
         ----------
         %(X)s
         %(y)s
-        %(adjacency)s
         %(classes)s
+        %(adjacency)s
         %(graph)s
         %(validation_mask)s
         %(sample_weight)s

@@ -372,6 +372,10 @@ def test_partial_fit_trains_one_epoch_per_call(digits):
     part.partial_fit(X[:200][y[:200] != 9], y[:200][y[:200] != 9], classes=np.arange(10))
     part.partial_fit(X[:200], y[:200])
     assert part.predict_proba(X[:5]).shape == (5, 10)
+    # classes third, as scikit-learn's partial_fit(X, y, classes)
+    positional = DIFFormerClassifier(**FAST, early_stopping=False, random_state=0)
+    positional.partial_fit(X[:200][y[:200] != 9], y[:200][y[:200] != 9], np.arange(10))
+    np.testing.assert_array_equal(positional.classes_, np.arange(10))
 
 
 # -- errors ----------------------------------------------------------------------------------
