@@ -89,7 +89,7 @@ def ridge_skip(F_all, ys, rows, n_skip_outputs, weights=None, anchor=None):
 
     ``F_all`` (n, f) are the skip's features of every row and ``ys`` (n, k) the standardised
     targets, rows weighted by ``weights`` (n,) when given. The ridge is fitted on ``rows``
-    (the training rows, in the given order) with the penalty of
+    (given in time order for windows of a series) with the penalty of
     ``n * RIDGE_PENALTIES`` that has the lowest validation MSE over ``RIDGE_SPLITS``
     forward-chaining folds of them, as ``RidgeCV`` with a ``TimeSeriesSplit`` would choose
     it: each fold fits on the rows before it, so for windows of a series (given in time

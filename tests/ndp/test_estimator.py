@@ -713,7 +713,7 @@ def test_the_input_map_shrinks_a_smooth_context_by_the_most_probable_factor():
         return (d.X[0] + 2.0) * 250.0, 0.37 + 1e-3 * d.y[0]
 
     X, y = task(0.3, 1)
-    auto = NDPRegressor(random_state=0, **FAST).fit(X, y)
+    auto = NDPRegressor(random_state=0, x_shrink="auto", **FAST).fit(X, y)
     scores = {}
     for factor in NDPRegressor._SHRINKS:
         fixed = NDPRegressor(x_shrink=factor, random_state=0, **FAST).fit(X, y)
@@ -734,7 +734,9 @@ def test_the_input_map_shrinks_a_smooth_context_by_the_most_probable_factor():
     np.testing.assert_allclose(auto._input_map(np.r_[X, far])[1],
                                one._input_map(np.r_[X, far])[1])
     # rough functions stay at the box map; x_bounds has no shrink
-    assert NDPRegressor(random_state=0, **FAST).fit(*task(0.05, 2)).x_shrink_ == 1.0
-    assert NDPRegressor(x_bounds=(0, 1000), **FAST).fit(X, y).x_shrink_ is None
+    assert NDPRegressor(random_state=0, x_shrink="auto", **FAST).fit(
+        *task(0.05, 2)).x_shrink_ == 1.0
+    assert NDPRegressor(x_bounds=(0, 1000), x_shrink="auto", **FAST).fit(X, y).x_shrink_ is None
+    assert NDPRegressor(**FAST).fit(X, y).x_shrink_ == 1.0  # the default: the box map
     with pytest.raises(ValueError, match="'x_shrink' parameter of NDPRegressor"):
         NDPRegressor(x_shrink=0.5).fit(X, y)
