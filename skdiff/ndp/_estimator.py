@@ -209,7 +209,7 @@ class NDPRegressor(RegressorMixin, EstimatorBase):
         ``x_margin`` of the domain (every feature alike): the prior's lengthscales are
         relative to the mapped box, so a function smoother than the prior's typical draw
         is seen, shrunk, at the lengthscales its functions have. ``"auto"``: chosen in
-        ``fit`` among 1, 1.25, 1.5, 2, 2.5, 3 and 4 as the factor under which the prior
+        ``fit`` among 1, 1.25, 1.5 and 2 as the factor under which the prior
         finds the context most probable (its marginal likelihood, as for
         ``x_compression``; ties go to the smaller factor); a number fixes it (1: the box
         map). A call keeps that scale for its query points unless they need a wider box to
@@ -856,7 +856,7 @@ class NDPRegressor(RegressorMixin, EstimatorBase):
         return candidates[int(np.argmax(scores))]
 
     #: The factors ``x_shrink="auto"`` chooses among.
-    _SHRINKS = (1.0, 1.25, 1.5, 2.0, 2.5, 3.0, 4.0)
+    _SHRINKS = (1.0, 1.25, 1.5, 2.0)
 
     def _set_context_scale(self):
         """``_context_scale_``: the scale (per feature) that maps the context's box to
