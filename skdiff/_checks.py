@@ -133,8 +133,8 @@ def restate_array_error(msg, what, arg, values):
     if arg == "y":  # the emptiness of y is reported as X's, whose rows it matches
         return None
     try:  # the emptiness is reported for the array that is empty (X's rows or columns)
-        shape = values.shape if sp.issparse(values) else np.shape(values)
-    except ValueError:  # a ragged list, which is not empty
+        shape = values.shape if sp.issparse(values) else np.asarray(values).shape
+    except (TypeError, ValueError):  # a ragged list, which is not empty
         shape = ()
     if msg.startswith("Found array with 0 sample") and len(shape) and shape[0] == 0:
         return f"{what} has no rows; pass at least one. ({msg})"

@@ -273,7 +273,10 @@ class _FlowformerBase(NeuralEstimatorBase):
         """Refuse sequences of another length than ``fit``'s, naming the time axis and the
         fix; ``X`` is in (samples, length[, channels]) order. The message starts as
         scikit-learn's for a wrong number of features (``n_features_in_`` is the length)."""
-        shape = X.shape if sp.issparse(X) else np.shape(X)
+        try:  # np.asarray, not np.shape: array-likes may refuse numpy's array functions
+            shape = X.shape if sp.issparse(X) else np.asarray(X).shape
+        except (TypeError, ValueError):  # ragged or not numbers: validate_data reports it
+            return
         fitted = getattr(self, "n_features_in_", None)
         if len(shape) < 2 or fitted is None or shape[1] == fitted:
             return
