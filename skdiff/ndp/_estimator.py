@@ -204,7 +204,7 @@ class NDPRegressor(RegressorMixin, EstimatorBase):
         comes with a large amplitude (a steep trend along a feature) is not compressed
         further than the prior's functions can follow. A number fixes the cap (1 is the
         box map). ``x_compression_`` holds the cap in use.
-    x_shrink : "auto" or float >= 1, default=1.0
+    x_shrink : "auto" or float >= 1, default="auto"
         With ``x_bounds=None``, how much the input map shrinks the context's box below
         ``x_margin`` of the domain (every feature alike): the prior's lengthscales are
         relative to the mapped box, so a function smoother than the prior's typical draw
@@ -414,7 +414,7 @@ class NDPRegressor(RegressorMixin, EstimatorBase):
 
     def __init__(self, *, prior="gp", pretrained=True, sampler="auto", n_sampling_steps=None,
                  n_resample=4, n_samples=64, x_bounds=None, x_margin=0.9, x_scaling="ard",
-                 x_compression="auto", x_shrink=1.0, alpha="auto", trend="constant",
+                 x_compression="auto", x_shrink="auto", alpha="auto", trend="constant",
                  predict_noise=True, normalize_y=True, max_context=128, predict_batch_size=64,
                  hidden_dim=None, n_layers=None, n_heads=None, max_epochs=20,
                  steps_per_epoch=250, lr=1e-3,

@@ -737,6 +737,6 @@ def test_the_input_map_shrinks_a_smooth_context_by_the_most_probable_factor():
     assert NDPRegressor(random_state=0, x_shrink="auto", **FAST).fit(
         *task(0.05, 2)).x_shrink_ == 1.0
     assert NDPRegressor(x_bounds=(0, 1000), x_shrink="auto", **FAST).fit(X, y).x_shrink_ is None
-    assert NDPRegressor(**FAST).fit(X, y).x_shrink_ == 1.0  # the default: the box map
+    assert NDPRegressor(**FAST).fit(X, y).x_shrink_ == auto.x_shrink_  # the default
     with pytest.raises(ValueError, match="'x_shrink' parameter of NDPRegressor"):
         NDPRegressor(x_shrink=0.5).fit(X, y)
