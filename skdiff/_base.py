@@ -68,6 +68,7 @@ from ._engine import (  # noqa: F401  (re-exported for the estimators)
     atomic_write,
     derive_seed,
     draw_seed,
+    early_stopping_of,
     error_line,
     first_item,
     out_of_memory_as,
@@ -1179,8 +1180,7 @@ class NeuralEstimatorBase(EstimatorBase):
         score to beat, which stays the best of the earlier calls (:class:`ResumeEarlyStopping`)."""
         monitor, lower = ("train_loss", True) if valid_ds is None else self._monitor()
         extra = tuple(self._extra_callbacks(train_ds, valid_ds))
-        previous = next((cb for _, cb in getattr(self.net_, "callbacks_", ())
-                         if isinstance(cb, EarlyStopping)), None)
+        previous = early_stopping_of(self.net_)
         if (self.early_stopping_ and previous is not None and previous.monitor == monitor
                 and np.isfinite(getattr(previous, "dynamic_threshold_", np.inf))):
             # the weights this call starts from are the best so far: keep them unless an

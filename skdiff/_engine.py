@@ -42,6 +42,7 @@ __all__ = [
     "TrainingDivergedError",
     "atomic_write",
     "draw_seed",
+    "early_stopping_of",
     "error_line",
     "first_item",
     "out_of_memory_as",
@@ -168,6 +169,13 @@ def training_loss(net, X):
     return sum(losses) / max(len(losses), 1)
 
 
+def early_stopping_of(net):
+    """The net's first :class:`~skorch.callbacks.EarlyStopping` (the estimator's own, which
+    its callbacks list before the user's), or None."""
+    return next((cb for _, cb in getattr(net, "callbacks_", ()) if isinstance(cb, EarlyStopping)),
+                None)
+
+
 class StartAsEpochZero(Callback):
     """Offer the network as it starts to early stopping, as an epoch 0.
 
@@ -184,7 +192,7 @@ class StartAsEpochZero(Callback):
         if not getattr(self, "pending_", False):
             return
         self.pending_ = False
-        stopper = next((cb for _, cb in net.callbacks_ if isinstance(cb, EarlyStopping)), None)
+        stopper = early_stopping_of(net)
         if stopper is None or stopper.monitor != "valid_loss" or not stopper.load_best:
             return
         if dataset_valid is None or len(dataset_valid) == 0:
@@ -229,7 +237,7 @@ class ResumeEarlyStopping(Callback):
         if not getattr(self, "pending_", False):
             return
         self.pending_ = False
-        stopper = next((cb for _, cb in net.callbacks_ if isinstance(cb, EarlyStopping)), None)
+        stopper = early_stopping_of(net)
         if (stopper is None or stopper.monitor != self.monitor or not stopper.load_best
                 or stopper.best_model_weights_ is not None):
             return

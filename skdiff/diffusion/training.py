@@ -1148,7 +1148,8 @@ def _saved_run(checkpoint, meta):
 
 
 def _meta_difference(stored, asked, path=""):
-    """The first few entries where two run descriptions differ, as ``key: stored -> asked``."""
+    """Where two run descriptions differ: ``path stored X, asked Y`` per differing entry
+    (at most five keys of a mapping)."""
     if isinstance(stored, dict) and isinstance(asked, dict):
         parts = []
         for key in sorted(set(stored) | set(asked), key=str):

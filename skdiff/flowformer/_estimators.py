@@ -30,7 +30,13 @@ from .._checks import (
 from .._docs import fill_doc, parse_docs
 from .._engine import StartAsEpochZero, float64_copy
 from .._graph import check_adjacency
-from .._tasks import ClassifierTask, RegressorTask, beats_by_one_se, mean_difference_se
+from .._tasks import (
+    MIN_CALIBRATION_ROWS,
+    ClassifierTask,
+    RegressorTask,
+    beats_by_one_se,
+    mean_difference_se,
+)
 from ..nn.flowformer import Flowformer
 from ..nn.graph import edge_index_from_scipy, normalized_adjacency
 from ._data import check_ragged, logistic_skip, ridge_skip
@@ -564,9 +570,13 @@ class FlowformerRegressor(RegressorTask, _FlowformerBase):
             data.extra["skip_start"] = ridge_skip(
                 F_all, targets, np.union1d(train, valid), module.skip.weight.shape[0],
                 weights=data.weights, anchor=anchor)
+            # the calibration's skip, where there is a calibration (fixed window skip,
+            # Gaussian head, enough validation rows)
+            calibrated = self.skip_ == "window" and self._gaussian \
+                and len(valid) >= MIN_CALIBRATION_ROWS
             data.extra["skip_train"] = ridge_skip(
                 F_all, targets, train, module.skip.weight.shape[0], weights=data.weights,
-                anchor=anchor) if len(valid) else None
+                anchor=anchor) if calibrated else None
         module.set_skip_(*data.skip_start, trainable=self.skip_ != "window")
 
     def _persistence_anchor(self, module):
@@ -593,7 +603,7 @@ class FlowformerRegressor(RegressorTask, _FlowformerBase):
         intervals are calibrated on errors of a forecast that has not seen those rows."""
         skip_train = data.extra.get("skip_train")
         module = self.module_
-        if skip_train is None or self.skip_ != "window" or module.skip is None:
+        if skip_train is None:
             return self._outputs(data.X[valid])
         kept = [p.detach().clone() for p in module.skip.parameters()]
         with torch.no_grad():

@@ -469,7 +469,10 @@ class NDPRegressor(RegressorMixin, EstimatorBase):
         if self._trend is not None:
             y_context = y_context - self._trend_at(self.X_train_)
         self.x_lengthscales_ = None if gp is None or not gp.ard else gp.lengthscales
-        self._set_context_scale()
+        # the shrink starts at 1 (the box map) while the ARD cap is chosen; None without a
+        # box map (x_bounds, or a prior trained on functions, whose map is its family's)
+        self.x_shrink_ = None if self.x_bounds_ is not None \
+            or self.prior_config_.from_functions else 1.0
         self.x_compression_ = self._choose_compression(y_context, y[idx])
         self.x_shrink_ = self._choose_shrink(y_context, y[idx])
         self._warn_context_outside_bounds()
@@ -858,22 +861,6 @@ class NDPRegressor(RegressorMixin, EstimatorBase):
     #: The factors ``x_shrink="auto"`` chooses among.
     _SHRINKS = (1.0, 1.25, 1.5, 2.0)
 
-    def _set_context_scale(self):
-        """``_context_scale_``: the scale (per feature) that maps the context's box to
-        ``x_margin`` of the domain, ``inf`` for a feature constant over the context (which
-        the shrink then leaves to the call's box); ``x_shrink_`` starts at 1 (the box map)
-        while the ARD cap is chosen."""
-        self.x_shrink_ = None
-        self._context_scale_ = None
-        if self.x_bounds_ is not None or self.prior_config_.from_functions:
-            return
-        domain = self.prior_config_.domain
-        half = (domain[1] - domain[0]) / 2 * self.x_margin
-        lo, hi = self.X_train_.min(0), self.X_train_.max(0)
-        _, scale = box_to_domain(lo, hi, (-half, half))
-        self._context_scale_ = np.where(hi > lo, scale, np.inf)
-        self.x_shrink_ = 1.0
-
     def _choose_shrink(self, y, values):
         """``x_shrink_``: the factor by which the map shrinks the context's box, chosen as
         the cap of :meth:`_choose_compression` is: for each factor of ``_SHRINKS``, the
@@ -883,11 +870,11 @@ class NDPRegressor(RegressorMixin, EstimatorBase):
         the prior's functions vary more between them; a smooth context is more probable
         shrunk, a rough one is not. None without a box map (``x_bounds``, a prior trained on
         functions)."""
-        if self._context_scale_ is None:
+        if self.x_shrink_ is None:
             return None
         if self.x_shrink != "auto":
             return float(self.x_shrink)
-        if len(y) < 2 or np.ptp(y) == 0 or not np.isfinite(self._context_scale_).any():
+        if len(y) < 2 or np.ptp(y) == 0 or np.ptp(self.X_train_, axis=0).max() == 0:
             return 1.0
         return self._most_probable("x_shrink_", self._SHRINKS, y, values)
 
@@ -909,14 +896,17 @@ class NDPRegressor(RegressorMixin, EstimatorBase):
             offset, scale = box_to_domain(self.x_bounds_[:, 0], self.x_bounds_[:, 1], domain)
         else:
             centre, half = sum(domain) / 2, (domain[1] - domain[0]) / 2 * self.x_margin
-            offset, scale = box_to_domain(points.min(0), points.max(0),
-                                          (centre - half, centre + half))
+            box = (centre - half, centre + half)
+            offset, scale = box_to_domain(points.min(0), points.max(0), box)
             shrink = getattr(self, "x_shrink_", None)
             if shrink is not None and shrink > 1:
-                # the fit's shrunk scale of the context, unless the call's points need a
-                # wider box; about the centre of the call's box
+                # the context's box map shrunk, unless the call's points need a wider box;
+                # about the centre of the call's box (a feature constant over the context
+                # has no box of its own and keeps the call's)
+                lo, hi = self.X_train_.min(0), self.X_train_.max(0)
+                context = np.where(hi > lo, box_to_domain(lo, hi, box)[1], np.inf)
                 x_centre = offset + centre / scale
-                scale = np.minimum(scale, self._context_scale_ / shrink)
+                scale = np.minimum(scale, context / shrink)
                 offset = x_centre - centre / scale
         lengthscales = self.x_lengthscales_
         if lengthscales is None:
