@@ -17,7 +17,7 @@ from skdiff._base import (
     validate_data,
 )
 from skdiff._graph import check_adjacency
-from skdiff._tasks import RegressorTask
+from skdiff._tasks import RegressorTask, conformal_quantile
 
 
 class _TinyRegressor(RegressorTask, NeuralEstimatorBase):
@@ -107,6 +107,22 @@ def test_validation_fraction_k_over_n_holds_out_k_rows():
     X = np.random.RandomState(0).normal(size=(25, 3))
     train, valid = est.fit(X, X[:, 0])._validation_rows(FitData(rows=np.arange(25)))
     np.testing.assert_array_equal(valid, np.arange(18, 25))
+
+
+def test_the_conformal_quantile_covers_a_new_exchangeable_score_at_the_nominal_level():
+    # 22 calibration scores and one new one, 40,000 times: the split-conformal bound (the
+    # 21st smallest) holds the new score with probability 21/23 = 0.913, within
+    # [0.9, 0.9 + 1/23]; the empirical 0.9 quantile of the 22 with probability 0.87
+    scores = np.random.default_rng(0).exponential(size=(23, 40_000))
+    bound = conformal_quantile(scores[:22], 0.9)
+    np.testing.assert_array_equal(bound, np.sort(scores[:22], axis=0)[20])
+    assert 0.905 < np.mean(scores[22] <= bound) < 0.922
+    assert np.mean(scores[22] <= np.quantile(scores[:22], 0.9, axis=0)) < 0.88
+    # rows first, any trailing shape; too few rows for the level: no finite bound
+    assert conformal_quantile(np.arange(30.0).reshape(10, 3), 0.9).tolist() == [27, 28, 29]
+    assert conformal_quantile(np.arange(8.0), 0.9) == np.inf
+    # a product within rounding of an integer is that integer: 0.68 * 75 -> the 51st
+    assert conformal_quantile(np.arange(74.0), 0.68) == 50.0
 
 
 def test_nan_loss_stops_with_clear_error(data):

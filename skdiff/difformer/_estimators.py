@@ -1137,7 +1137,7 @@ class DIFFormerClassifier(ClassifierTask, _DIFFormerBase):
 
 @fill_doc(DIFFORMER_DOCS)
 class DIFFormerRegressor(RegressorTask, _DIFFormerBase):
-    """DIFFormer for regression: samples diffuse information among each other.
+    r"""DIFFormer for regression: samples diffuse information among each other.
 
     The network of :class:`DIFFormerClassifier` with a linear regression head, trained by
     mean squared error on standardised targets (the paper also applies DIFFormer to
@@ -1238,8 +1238,11 @@ class DIFFormerRegressor(RegressorTask, _DIFFormerBase):
         elsewhere. Without dropout (``dropout_=0``, what ``dropout="auto"`` picks for
         fully labelled rows without a graph) it is the head's Gaussian alone. With
         validation rows (``early_stopping``; at least 20) the head's
-        standard deviation of each output is first rescaled so that its 90 % intervals
-        cover 90 % of them (``std_scale_``). With label propagation the labelled nodes'
+        standard deviation of each output is first rescaled by split conformal
+        prediction on them (``std_scale_``: its 90 % intervals reach the
+        :math:`\lceil 0.9 (n + 1) \rceil`-th smallest standardised error of the ``n``
+        rows, so that they cover a new exchangeable row with probability at least 0.9).
+        With label propagation the labelled nodes'
         values are known: their standard deviation is 0. ``"mc_dropout"``: samples are
         forward passes with dropout active, the spread of their means only (it leaves out
         the noise of ``y``: on tables, 95 % intervals that cover far fewer than 95 % of the

@@ -447,8 +447,11 @@ class FlowformerRegressor(RegressorTask, _FlowformerBase):
         by squared error and the variance by Gaussian negative log-likelihood around it, on
         detached encoder features (heteroscedastic aleatoric uncertainty that does not slow
         the fit of the mean); samples are draws from those Gaussians, with the standard
-        deviation of each output rescaled so that 90 % intervals cover 90 % of the
-        early-stopping validation rows (``std_scale_``). The outputs of a row (the steps of
+        deviation of each output rescaled by split conformal prediction on the
+        early-stopping validation rows (``std_scale_``: 90 % intervals reach the
+        :math:`\lceil 0.9 (n + 1) \rceil`-th smallest standardised error of the ``n``
+        rows, so that they cover a new exchangeable row with probability at least 0.9).
+        The outputs of a row (the steps of
         a forecast horizon) are drawn independently of each other: a sample is not a
         trajectory, so quantities over several outputs (a sum over the horizon, a path's
         maximum) computed from the samples get intervals far too narrow (a 12-step sum's
