@@ -8,6 +8,7 @@ Low-level pieces with no scikit-learn estimator in them, imported by the estimat
 * :class:`FiniteLossGuard`, a callback that stops training on a non-finite loss;
 * :func:`training_loss`, a network's loss on its training rows without dropout;
 * :func:`torch_seed` and :func:`draw_seed`, seeding that leaves the caller's RNG untouched;
+* :data:`TORCH_LOCK`, the lock around the blocks that use torch's process-wide state;
 * :func:`atomic_write`, the write-then-rename used for every file the package writes;
 * :func:`first_item`, the ``collate_fn`` of datasets whose items are whole batches;
 * :func:`float64_copy`, the cached float64 copy of a fitted network that CPU inference runs.
@@ -18,6 +19,7 @@ from __future__ import annotations
 import contextlib
 import os
 import tempfile
+import threading
 import uuid
 import weakref
 from copy import deepcopy
@@ -34,6 +36,7 @@ from skorch.hf import AccelerateMixin
 from .nn._dropout import Dropout
 
 __all__ = [
+    "TORCH_LOCK",
     "AcceleratedNet",
     "EpochProgress",
     "FiniteLossGuard",
@@ -108,13 +111,29 @@ def out_of_memory_as(message):
         raise MemoryError(message(exc)) from exc
 
 
+#: Held by the blocks that use torch's process-wide state: seeded sections
+#: (:func:`torch_seed`: training, Monte Carlo sampling) and inference (the estimators'
+#: ``_inference``, which switches a shared network between eval and train mode and sets its
+#: dropout masks). torch has one random generator per process, which ``fork_rng`` saves and
+#: restores, and ``nn.Dropout`` takes no generator of its own; two threads in such blocks at
+#: once would draw from one stream and restore it out of order. Such blocks of different
+#: threads therefore run one at a time; re-entrant, because sampling nests inference inside
+#: a seeded section and fit nests both. Processes (joblib's loky, Dask's worker processes)
+#: each have their own generator and run in parallel.
+TORCH_LOCK = threading.RLock()
+
+
 @contextlib.contextmanager
 def torch_seed(seed: int, device: str = "cpu"):
-    """Run a block with torch's RNG seeded to ``seed``, restoring the caller's RNG afterwards."""
+    """Run a block with torch's RNG seeded to ``seed``, restoring the caller's RNG afterwards.
+
+    The block holds :data:`TORCH_LOCK`: seeded blocks of different threads run one at a time,
+    so each draws the stream of its own seed.
+    """
     devices = []
     if str(device).startswith("cuda") and torch.cuda.is_available():
         devices = [torch.device(device).index or 0]
-    with torch.random.fork_rng(devices=devices):
+    with TORCH_LOCK, torch.random.fork_rng(devices=devices):
         torch.manual_seed(int(seed))
         yield
 

@@ -1,10 +1,12 @@
 """The shared estimator machinery, exercised through a minimal estimator."""
 
 import pickle
+from concurrent.futures import ThreadPoolExecutor
 
 import numpy as np
 import pytest
 import torch
+from sklearn.base import clone
 from skorch.callbacks import Callback
 
 from skdiff._base import (
@@ -71,6 +73,24 @@ def test_same_seed_same_predictions_and_global_rng_untouched(data):
     assert torch.equal(before, after)
     np.testing.assert_array_equal(p1, p2)
     assert not np.allclose(p1, p3)
+
+
+
+def test_fits_and_samplers_in_threads_equal_the_same_calls_run_alone(data):
+    """torch's random generator is process-wide: seeded sections of several threads at once
+    would draw from one stream. Threaded fits and samplers give the lone call's numbers."""
+    X, y = data
+    est = _TinyRegressor(random_state=0)  # with dropout, drawn from torch's generator
+    alone = clone(est).fit(X, y).predict(X)
+    with ThreadPoolExecutor(4) as ex:
+        fits = list(ex.map(lambda _: clone(est).fit(X, y).predict(X), range(12)))
+    assert all(np.array_equal(p, alone) for p in fits)
+    fitted = clone(est).fit(X, y)
+    lone = fitted.sample_posterior(X, n_samples=50, random_state=0)
+    with ThreadPoolExecutor(4) as ex:
+        draws = list(ex.map(lambda _: fitted.sample_posterior(X, n_samples=50, random_state=0),
+                            range(8)))
+    assert all(np.array_equal(d, lone) for d in draws)
 
 
 def test_history_and_learning(data):

@@ -38,6 +38,7 @@ from pathlib import Path
 
 import torch
 
+from .._engine import TORCH_LOCK
 from .training import PriorConfig
 
 __all__ = [
@@ -272,8 +273,9 @@ def _network(config, state, what, device, remedy=""):
         raise PriorWeightsError(f"{what} hold non-finite values ({bad[0]}"
                                 f"{' and others' if len(bad) > 1 else ''}). {remedy}")
     # the weights are loaded over the random initialisation: drawing it from a forked
-    # generator leaves the caller's torch random state as it was
-    with torch.random.fork_rng(devices=[]):
+    # generator leaves the caller's torch random state as it was, and holding the lock of
+    # the seeded sections keeps it from rewinding another thread's seeded stream
+    with TORCH_LOCK, torch.random.fork_rng(devices=[]):
         module = config.network()
     try:
         module.load_state_dict({k: v.float() if v.is_floating_point() else v
