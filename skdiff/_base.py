@@ -58,6 +58,7 @@ from ._checks import Interval, check_n_samples, memory_for, validate_data  # noq
 from ._docs import fill_doc
 from ._engine import (  # noqa: F401  (re-exported for the estimators)
     SEED_BOUND,
+    TORCH_LOCK,
     AcceleratedNet,
     EpochProgress,
     FiniteLossGuard,
@@ -482,32 +483,38 @@ class EstimatorBase(BaseEstimator):
     def _inference(self, mc_dropout=None):
         """Evaluation mode and no autograd; with ``mc_dropout`` (the
         :class:`~skdiff.nn._dropout.SharedMasks` of a Monte Carlo draw) only dropout layers
-        train, skdiff's own with the draw's masks shared by all rows."""
+        train, skdiff's own with the draw's masks shared by all rows.
+
+        The block holds :data:`~skdiff._engine.TORCH_LOCK`: the modes and masks are set on
+        the network (and its cached float64 copy) that every thread predicting with this
+        estimator shares, so inference blocks of different threads run one at a time.
+        """
         # parameters that prediction reads (mixed_precision, inference_dtype, ...) may have
         # been set after fit: check them here too, so a bad one is named, not a KeyError
         self._validate_params()
-        module = self.module_
-        was_training = module.training
-        module.eval()
-        if mc_dropout is not None:
-            for m in module.modules():
-                if isinstance(m, torch.nn.modules.dropout._DropoutNd):
-                    m.train()
-                if isinstance(m, Dropout):
-                    m.masks = mc_dropout
-        dtype = _AUTOCAST[getattr(self, "mixed_precision", None)]
-        autocast = torch.autocast(torch.device(self.device_).type, dtype=dtype,
-                                  enabled=dtype is not None)
-        try:
-            with torch.no_grad(), self._threads(), autocast, \
-                    out_of_memory_as(lambda exc: _oom_message(exc, self)):
-                yield module
-        finally:
-            module.train(was_training)
+        with TORCH_LOCK:
+            module = self.module_
+            was_training = module.training
+            module.eval()
             if mc_dropout is not None:
                 for m in module.modules():
+                    if isinstance(m, torch.nn.modules.dropout._DropoutNd):
+                        m.train()
                     if isinstance(m, Dropout):
-                        m.masks = None
+                        m.masks = mc_dropout
+            dtype = _AUTOCAST[getattr(self, "mixed_precision", None)]
+            autocast = torch.autocast(torch.device(self.device_).type, dtype=dtype,
+                                      enabled=dtype is not None)
+            try:
+                with torch.no_grad(), self._threads(), autocast, \
+                        out_of_memory_as(lambda exc: _oom_message(exc, self)):
+                    yield module
+            finally:
+                module.train(was_training)
+                if mc_dropout is not None:
+                    for m in module.modules():
+                        if isinstance(m, Dropout):
+                            m.masks = None
 
     def _predict_outputs(self, X, **predict_params):
         """Deterministic raw outputs for ``X`` (dropout off)."""

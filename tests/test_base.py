@@ -1,6 +1,7 @@
 """The shared estimator machinery, exercised through a minimal estimator."""
 
 import pickle
+import threading
 from concurrent.futures import ThreadPoolExecutor
 
 import numpy as np
@@ -91,6 +92,29 @@ def test_fits_and_samplers_in_threads_equal_the_same_calls_run_alone(data):
         draws = list(ex.map(lambda _: fitted.sample_posterior(X, n_samples=50, random_state=0),
                             range(8)))
     assert all(np.array_equal(d, lone) for d in draws)
+
+
+def test_predict_is_deterministic_while_another_thread_samples(data):
+    """Sampling switches the shared network's dropout to train mode: a predict of another
+    thread meanwhile must still run the network in eval mode."""
+    X, y = data
+    fitted = _TinyRegressor(random_state=0).fit(X, y)
+    ref, lone = fitted.predict(X), fitted.sample_posterior(X, n_samples=50, random_state=0)
+    stop, draws = threading.Event(), []
+
+    def sampler():
+        while not stop.is_set():
+            draws.append(fitted.sample_posterior(X, n_samples=50, random_state=0))
+
+    thread = threading.Thread(target=sampler)
+    thread.start()
+    try:
+        preds = [fitted.predict(X) for _ in range(300)]
+    finally:
+        stop.set()
+        thread.join()
+    assert sum(not np.array_equal(p, ref) for p in preds) == 0
+    assert draws and all(np.array_equal(d, lone) for d in draws)
 
 
 def test_history_and_learning(data):

@@ -1,7 +1,9 @@
 """DIFFormerClassifier: real-data floors, graph recipes, sklearn integration, errors."""
 
 import pickle
+import threading
 import warnings
+from concurrent.futures import ThreadPoolExecutor
 
 import joblib
 import numpy as np
@@ -270,6 +272,39 @@ def test_clone_pickle_joblib_and_seed(digits, tmp_path):
     joblib.dump(clf, tmp_path / "m.joblib")
     np.testing.assert_array_equal(joblib.load(tmp_path / "m.joblib").predict(Xt),
                                   clf.predict(Xt))
+
+
+
+def test_threads_sharing_a_fitted_model_or_fitting_clones_get_the_lone_results():
+    """Threads (a web service, joblib's threading backend) share torch's generator and the
+    fitted network with its cached float64 copy: a fit or sampler of one thread gives the
+    numbers it gives alone, and predict_proba while another thread samples is the prediction."""
+    rng = np.random.RandomState(0)
+    X = rng.normal(size=(150, 5))
+    y = (X[:, 0] + 0.5 * rng.normal(size=150) > 0).astype(int)
+    est = DIFFormerClassifier(n_layers=2, hidden_dim=16, max_epochs=10, dropout=0.3,
+                              device="cpu", random_state=0)
+    fitted = clone(est).fit(X, y)
+    ref = fitted.predict_proba(X)
+    with ThreadPoolExecutor(2) as ex:
+        fits = list(ex.map(lambda _: clone(est).fit(X, y).predict_proba(X), range(2)))
+    assert all(np.array_equal(p, ref) for p in fits)
+    lone = fitted.sample_posterior(X, n_samples=20, random_state=0)
+    stop, draws = threading.Event(), []
+
+    def sampler():
+        while not stop.is_set():
+            draws.append(fitted.sample_posterior(X, n_samples=20, random_state=0))
+
+    thread = threading.Thread(target=sampler)
+    thread.start()
+    try:
+        probas = [fitted.predict_proba(X) for _ in range(40)]
+    finally:
+        stop.set()
+        thread.join()
+    assert sum(not np.array_equal(p, ref) for p in probas) == 0
+    assert draws and all(np.array_equal(d, lone) for d in draws)
 
 
 def test_the_fitted_caches_follow_weights_loaded_through_the_net(planted, tmp_path):
