@@ -76,7 +76,6 @@ def test_same_seed_same_predictions_and_global_rng_untouched(data):
     assert not np.allclose(p1, p3)
 
 
-
 def test_fits_and_samplers_in_threads_equal_the_same_calls_run_alone(data):
     """torch's random generator is process-wide: seeded sections of several threads at once
     would draw from one stream. Threaded fits and samplers give the lone call's numbers."""

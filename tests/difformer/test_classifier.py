@@ -274,7 +274,6 @@ def test_clone_pickle_joblib_and_seed(digits, tmp_path):
                                   clf.predict(Xt))
 
 
-
 def test_threads_sharing_a_fitted_model_or_fitting_clones_get_the_lone_results():
     """Threads (a web service, joblib's threading backend) share torch's generator and the
     fitted network with its cached float64 copy: a fit or sampler of one thread gives the
