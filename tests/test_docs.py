@@ -81,6 +81,7 @@ def test_an_unknown_placeholder_is_an_error():
 
 @pytest.mark.parametrize("method", [
     DIFFormerClassifier.fit, DIFFormerClassifier.partial_fit, DIFFormerClassifier.predict,
+    DIFFormerClassifier.score, DIFFormerRegressor.score,
     FlowformerClassifier.partial_fit, FlowformerClassifier.predict,
     FlowformerClassifier.sample_posterior, NDPRegressor.predict, NDPRegressor.sample_posterior,
     NDPRegressor.sample_prior, NDPRegressor.sample_y, NDPRegressor.log_likelihood])

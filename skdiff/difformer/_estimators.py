@@ -281,6 +281,14 @@ class _DIFFormerBase(NeuralEstimatorBase):
 
     _parameter_constraints = {**TRAINING_PARAMETER_CONSTRAINTS, **_MODEL_CONSTRAINTS}
 
+    # metadata routing: score requests ``graph`` unless told otherwise. A Graph passes
+    # through cross-validation whole, and scoring a graph-mode model with the graph it was
+    # fitted on is what it does without one, so a routed cross-validation of
+    # fit(ids, y, graph=g) needs no score request (left unset, the routed graph would be an
+    # error for score); ``adjacency`` keeps scikit-learn's unset default (passing it is an
+    # error until requested), as for fit and predict.
+    __metadata_request__score = {"graph": True}
+
     # -- inputs ----------------------------------------------------------------------------
     def _inputs(self, X, adjacency, graph, *, reset):
         """Validate ``X`` (+ ``adjacency`` or ``graph``) -> :class:`GraphInputs`."""
@@ -1134,6 +1142,35 @@ class DIFFormerClassifier(ClassifierTask, _DIFFormerBase):
         """
         return super().predict(X, adjacency=adjacency, graph=graph)
 
+    def score(self, X, y, sample_weight=None, *, adjacency=None, graph=None):
+        """Accuracy of :meth:`predict` on the labelled rows of ``y`` (rows marked
+        ``unlabelled`` are left out, so a cross-validation over semi-supervised targets
+        scores only the rows whose label is known).
+
+        ``adjacency`` and ``graph`` reach :meth:`predict`. Under metadata routing (a
+        :class:`~sklearn.pipeline.Pipeline`, a cross-validation, a search), ``graph`` is
+        requested by default, so a routed cross-validation of ``fit(ids, y, graph=g)`` scores
+        on ``g``; ``adjacency`` is routed once requested with
+        ``set_score_request(adjacency=True)``, as for ``fit`` and ``predict``.
+
+        Parameters
+        ----------
+        %(X)s
+        y : array-like of shape (n_samples,)
+            True labels; rows marked ``unlabelled`` are not scored.
+        sample_weight : array-like of shape (n_samples,), default=None
+            Per-row weight of the accuracy.
+        %(adjacency)s
+        %(graph)s
+
+        Returns
+        -------
+        score : float
+            The (weighted) fraction of labelled rows predicted right.
+        """
+        return super().score(X, y, sample_weight=sample_weight, adjacency=adjacency,
+                             graph=graph)
+
 
 @fill_doc(DIFFORMER_DOCS)
 class DIFFormerRegressor(RegressorTask, _DIFFormerBase):
@@ -1625,3 +1662,31 @@ class DIFFormerRegressor(RegressorTask, _DIFFormerBase):
             Predictive standard deviation in the units of ``y``; only with ``return_std``.
         """
         return super().predict(X, return_std=return_std, adjacency=adjacency, graph=graph)
+
+    def score(self, X, y, sample_weight=None, *, adjacency=None, graph=None):
+        """R² of :meth:`predict` on the rows of ``y`` (rows with ``NaN``, unlabelled, are
+        left out).
+
+        ``adjacency`` and ``graph`` reach :meth:`predict`. Under metadata routing (a
+        :class:`~sklearn.pipeline.Pipeline`, a cross-validation, a search), ``graph`` is
+        requested by default, so a routed cross-validation of ``fit(ids, y, graph=g)`` scores
+        on ``g``; ``adjacency`` is routed once requested with
+        ``set_score_request(adjacency=True)``, as for ``fit`` and ``predict``.
+
+        Parameters
+        ----------
+        %(X)s
+        y : array-like of shape (n_samples,) or (n_samples, n_outputs)
+            True targets; ``NaN`` marks an unlabelled row, which is not scored.
+        sample_weight : array-like of shape (n_samples,), default=None
+            Per-row weight of the R².
+        %(adjacency)s
+        %(graph)s
+
+        Returns
+        -------
+        score : float
+            The coefficient of determination (uniform average over the outputs).
+        """
+        return super().score(X, y, sample_weight=sample_weight, adjacency=adjacency,
+                             graph=graph)

@@ -262,6 +262,31 @@ def test_pipeline_with_metadata_routing(planted):
     assert with_graph > 0.95 and with_graph > no_graph
 
 
+def test_score_takes_the_adjacency_and_graph_through_metadata_routing(planted):
+    """score declares predict's adjacency and graph, so set_score_request routes them:
+    Pipeline.score with the adjacency is the estimator's score with it (0.82 on these rows,
+    0.60 without it); a routed cross-validation of a graph-mode fit scores on the graph
+    without a score request, as without routing."""
+    X, y, A = make_planted_partition(150, 3, p_in=0.08, p_out=0.01, random_state=0)
+    est = DIFFormerClassifier(n_layers=2, max_epochs=30, device="cpu", random_state=0)
+    with sklearn.config_context(enable_metadata_routing=True):
+        pipe = make_pipeline(StandardScaler(), clone(est).set_fit_request(adjacency=True)
+                             .set_score_request(adjacency=True))
+        pipe.fit(X, y, adjacency=A)
+        routed = pipe.score(X, y, adjacency=A)
+        Z = pipe[0].transform(X)
+        assert routed == pipe[-1].score(Z, y, adjacency=A) == \
+            np.mean(pipe[-1].predict(Z, adjacency=A) == y)
+        with pytest.warns(UserWarning, match="predict received none"):
+            assert pipe[-1].score(Z, y) < routed - 0.1
+        g, cv = Graph(X, A), StratifiedKFold(3, shuffle=True, random_state=0)
+        small = DIFFormerClassifier(n_layers=1, max_epochs=10, device="cpu", random_state=0)
+        on_graph = cross_val_score(clone(small).set_fit_request(graph=True), g.node_ids(), y,
+                                   cv=cv, params={"graph": g})
+    np.testing.assert_array_equal(
+        on_graph, cross_val_score(small, g.node_ids(), y, cv=cv, params={"graph": g}))
+
+
 def test_clone_pickle_joblib_and_seed(digits, tmp_path):
     X, y, Xt, _ = digits
     clf = DIFFormerClassifier(**FAST, random_state=3).fit(X[:200], y[:200])

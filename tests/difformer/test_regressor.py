@@ -110,9 +110,13 @@ def test_pipeline_clone_pickle_joblib_and_seed(field, tmp_path):
         pipe = make_pipeline(
             StandardScaler(),
             DIFFormerRegressor(**FAST, random_state=0).set_fit_request(adjacency=True)
-            .set_predict_request(adjacency=True))
+            .set_predict_request(adjacency=True).set_score_request(adjacency=True))
         pipe.fit(X[:200], y[:200], adjacency=A[:200, :200])
         assert pipe.predict(X[:200], adjacency=A[:200, :200]).shape == (200,)
+        # score routes the adjacency to predict as the estimator's own score takes it
+        Z, A_test = pipe[0].transform(X[200:]), A[200:, 200:]
+        assert pipe.score(X[200:], y[200:], adjacency=A_test) == \
+            pipe[-1].score(Z, y[200:], adjacency=A_test) != pipe[-1].score(Z, y[200:])
     reg = DIFFormerRegressor(**FAST, random_state=3).fit(X[:200], y[:200])
     np.testing.assert_array_equal(clone(reg).fit(X[:200], y[:200]).predict(X[200:]),
                                   reg.predict(X[200:]))
