@@ -7,6 +7,22 @@ from sklearn.pipeline import Pipeline
 __all__ = ["sample_posterior"]
 
 
+def _final_step(estimator, X):
+    """The estimator that a pipeline ends with, and ``X`` as it reaches it.
+
+    A :class:`~sklearn.pipeline.Pipeline` (nested ones too) gives its last step and ``X``
+    transformed by every step before it (``None`` and ``"passthrough"`` steps leave it as
+    is); any other estimator is returned with ``X`` unchanged.
+    """
+    while isinstance(estimator, Pipeline):
+        for _, step in estimator.steps[:-1]:
+            if step is None or step == "passthrough":
+                continue
+            X = step.transform(X)
+        estimator = estimator.steps[-1][1]
+    return estimator, X
+
+
 def sample_posterior(estimator, X, n_samples=100, random_state=None, **predict_params):
     """Posterior samples of a skdiff estimator, or of a pipeline that ends with one.
 
@@ -45,12 +61,7 @@ def sample_posterior(estimator, X, n_samples=100, random_state=None, **predict_p
     >>> sample_posterior(pipe.fit(X, X[:, 0]), X[:4], n_samples=7, random_state=0).shape
     (4, 7)
     """
-    if isinstance(estimator, Pipeline):
-        for _, step in estimator.steps[:-1]:
-            if step is None or step == "passthrough":
-                continue
-            X = step.transform(X)
-        estimator = estimator.steps[-1][1]
+    estimator, X = _final_step(estimator, X)
     if not hasattr(estimator, "sample_posterior"):
         raise TypeError(f"{type(estimator).__name__} has no sample_posterior; pass a skdiff "
                         "estimator or a pipeline that ends with one.")

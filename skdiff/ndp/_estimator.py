@@ -16,6 +16,7 @@ from .._base import EstimatorBase, Interval, StrOptions, check_is_fitted, valida
 from .._checks import caller_stacklevel, check_n_samples, fit_scale
 from .._docs import fill_doc, parse_docs
 from .._engine import draw_seed, error_line, out_of_memory_as, torch_seed
+from .._posterior import _final_step
 from ..diffusion.priors import TrainedPrior
 from ..diffusion.samplers import TIERED, conditional_sample, prior_sample
 from ..diffusion.training import box_to_domain, checked_x_bounds
@@ -1346,27 +1347,58 @@ def log_likelihood_scorer(estimator, X, y):
 
     A plain callable ``(estimator, X, y)`` is what scikit-learn's ``scoring`` accepts; a
     ``make_scorer`` wrapper would need ``predict`` outputs, but the likelihood needs the
-    predictive variance, which only the estimator can provide.
+    predictive variance, which only the estimator can provide. A
+    :class:`~sklearn.pipeline.Pipeline` that ends with an :class:`NDPRegressor` is scored
+    as its last step on ``X`` transformed by the steps before it, so the scorer works in a
+    search or cross-validation of such a pipeline. Other meta-estimators are refused: they
+    may change ``X`` or ``y`` before their inner estimator sees them (a
+    :class:`~sklearn.compose.TransformedTargetRegressor` changes the units of ``y``), so the
+    inner log-likelihood is not theirs.
 
     Parameters
     ----------
-    estimator : NDPRegressor
-        A fitted estimator with a ``log_likelihood`` method.
+    estimator : NDPRegressor or sklearn.pipeline.Pipeline
+        A fitted estimator with a ``log_likelihood`` method, or a fitted pipeline whose last
+        step has one.
     X : array-like of shape (n_X, n_features)
-        Held-out inputs.
+        Held-out inputs, as ``estimator.predict`` takes them.
     y : array-like of shape (n_X,)
         Held-out targets at ``X``.
 
     Returns
     -------
     score : float
-        ``estimator.log_likelihood(X, y)``: the mean marginal log predictive density per
-        point (higher is better).
+        ``log_likelihood(X, y)`` of the estimator (of a pipeline's last step, on the
+        transformed ``X``): the mean marginal log predictive density per point (higher is
+        better).
     """
-    if not callable(getattr(estimator, "log_likelihood", None)):
+    final, Xt = _final_step(estimator, X)
+    if callable(getattr(final, "log_likelihood", None)):
+        return final.log_likelihood(Xt, y)
+    need = ("log_likelihood_scorer scores an estimator with a log_likelihood method (an "
+            "NDPRegressor), or a Pipeline whose last step has one")
+    got = type(estimator).__name__
+    if final is not estimator:
+        raise TypeError(f"{need}; got a {got} whose last step is a {type(final).__name__}. "
+                        "End the pipeline with an NDPRegressor, or use a scikit-learn scoring "
+                        "string such as 'neg_mean_squared_error' for this pipeline.")
+    inner = _wrapped_estimator(estimator)
+    if inner is not None:
         raise TypeError(
-            "log_likelihood_scorer scores an estimator with a log_likelihood method (an "
-            f"NDPRegressor); got a {type(estimator).__name__}. Use an NDPRegressor, or a "
-            "scikit-learn scoring string such as 'neg_mean_squared_error' for this estimator."
-        )
-    return estimator.log_likelihood(X, y)
+            f"{need}; got a {got}, a meta-estimator around {type(inner).__name__}. Only a "
+            "Pipeline is unwrapped (the scorer runs X through its steps before the last): "
+            "another meta-estimator may change X or y before its inner estimator sees them, "
+            "so the inner log-likelihood is not its own. Score the NDPRegressor itself (a "
+            "search's best_estimator_; in a Pipeline if X needs a transform), or use a "
+            "scikit-learn scoring string such as 'neg_mean_squared_error'.")
+    raise TypeError(f"{need}; got a {got}. Use an NDPRegressor, or a scikit-learn scoring "
+                    "string such as 'neg_mean_squared_error' for this estimator.")
+
+
+def _wrapped_estimator(estimator):
+    """The estimator a scikit-learn meta-estimator wraps (fitted one first), or ``None``."""
+    for name in ("best_estimator_", "regressor_", "estimator_", "regressor", "estimator"):
+        inner = getattr(estimator, name, None)
+        if inner is not None and hasattr(inner, "fit"):
+            return inner
+    return None

@@ -400,12 +400,48 @@ def test_sampling_progress_only_with_verbose(fitted, data, capfd):
 
 
 def test_log_likelihood_scorer_refuses_an_estimator_without_log_likelihood():
+    from sklearn.compose import TransformedTargetRegressor
     from sklearn.linear_model import Ridge
 
     X = np.arange(6.0).reshape(-1, 1)
-    with pytest.raises(TypeError, match="log_likelihood method \\(an NDPRegressor\\); got a "
-                       "Ridge. Use an NDPRegressor, or a scikit-learn scoring string"):
+    need = (r"log_likelihood method \(an NDPRegressor\), or a Pipeline whose last step has "
+            "one; got a ")
+    with pytest.raises(TypeError, match=need + "Ridge. Use an NDPRegressor, or a scikit-learn "
+                       "scoring string"):
         log_likelihood_scorer(Ridge().fit(X, X[:, 0]), X, X[:, 0])
+    with pytest.raises(TypeError, match=need + "Pipeline whose last step is a Ridge. End the "
+                       "pipeline with an NDPRegressor"):
+        log_likelihood_scorer(make_pipeline(StandardScaler(), Ridge()).fit(X, X[:, 0]), X,
+                              X[:, 0])
+    wrapped = TransformedTargetRegressor(NDPRegressor(random_state=0, **FAST), func=np.exp,
+                                         inverse_func=np.log, check_inverse=False)
+    with pytest.raises(TypeError, match=need + "TransformedTargetRegressor, a meta-estimator "
+                       "around NDPRegressor. Only a Pipeline is unwrapped"):
+        log_likelihood_scorer(wrapped.fit(X, X[:, 0]), X, X[:, 0])
+
+
+def test_log_likelihood_scorer_scores_a_pipeline_as_its_last_step_on_the_transformed_X(data):
+    """A pipeline ending with an NDPRegressor is scored as that step on X run through the
+    steps before it, so the scorer serves a cross-validation of the pipeline (it refused
+    any pipeline)."""
+    from sklearn.model_selection import KFold, cross_validate
+
+    X, y, Xt, yt = data
+    X, Xt = 3 * X + 1, 3 * Xt + 1  # the scaler changes X
+    pipe = make_pipeline(StandardScaler(), NDPRegressor(random_state=0, **FAST)).fit(X, y)
+    assert log_likelihood_scorer(pipe, Xt, yt) == \
+        log_likelihood_scorer(pipe[-1], pipe[0].transform(Xt), yt) == \
+        pipe[-1].log_likelihood(pipe[0].transform(Xt), yt)
+    Xa, ya = np.r_[X, Xt], np.r_[y, yt]
+    cv = KFold(3, shuffle=True, random_state=0)
+    scores = cross_validate(clone(pipe), Xa, ya, cv=cv, scoring=log_likelihood_scorer,
+                            error_score="raise")["test_score"]
+    by_hand = []
+    for train, test in cv.split(Xa):
+        fold = clone(pipe).fit(Xa[train], ya[train])
+        by_hand.append(fold[-1].log_likelihood(fold[0].transform(Xa[test]), ya[test]))
+    np.testing.assert_array_equal(scores, by_hand)
+    assert np.all(np.isfinite(scores))
 
 
 def test_numpy_integer_sizes_train_a_prior(tmp_path, data):
