@@ -13,14 +13,29 @@ from ._checks import _holds, from_torch, restate_array_error
 __all__ = ["Graph", "check_adjacency", "check_node_ids"]
 
 
-def check_adjacency(adjacency, n, *, name="adjacency", what="rows of X", symmetrize=True):
+# A graph among the rows of X does not follow a split of the rows: scikit-learn's
+# cross-validation slices the rows of a sample-aligned parameter (A[train], not square) and
+# train_test_split leaves it whole. The recipe that keeps one graph (docs/user_guide/graphs.md).
+_SPLIT_HINT = (
+    " An adjacency among the rows of X is not split with them: a cross-validation "
+    "(cross_validate, GridSearchCV, params={'adjacency': A}) slices its rows but not its "
+    "columns, and a split of X leaves it whole. For a subset of the rows, slice it as "
+    "A[rows][:, rows]; to cross-validate over one graph, build it once over all the rows, "
+    "g = skdiff.Graph(X, A), and pass its node ids as X with the graph: "
+    "cross_validate(est, g.node_ids(), y, params={'graph': g}).")
+
+
+def check_adjacency(adjacency, n, *, name="adjacency", what="rows of X", symmetrize=True,
+                    split_hint=False):
     """Validate an adjacency matrix over ``n`` items and return it as float CSR.
 
     Accepts scipy sparse matrices/arrays, dense array-likes and torch tensors (dense or
     sparse, :func:`~skdiff._checks.from_torch`). The matrix must be square,
     ``n`` x ``n``, finite and non-negative. An asymmetric matrix is symmetrised as
     ``max(A, A.T)`` (documented behaviour: edges are treated as undirected) when ``symmetrize``
-    is true, and refused otherwise.
+    is true, and refused otherwise. ``split_hint`` (an adjacency among the rows of ``X``):
+    a shape that a split of the rows produces (``n`` rows but more columns, or square but
+    larger than ``n``) is explained as such, with the ``Graph`` recipe for cross-validation.
     """
     if adjacency is None:
         raise ValueError(f"'{name}' is None; pass a (n, n) matrix or omit it.")
@@ -41,12 +56,16 @@ def check_adjacency(adjacency, n, *, name="adjacency", what="rows of X", symmetr
         if A.ndim != 2:
             raise ValueError(f"'{name}' must be 2-D (n, n); got an array of shape {A.shape}.")
         A = sp.csr_matrix(A)
+    hint = _SPLIT_HINT if split_hint and A.shape[1] > n else ""
     if A.shape[0] != A.shape[1]:
+        if hint and A.shape[0] == n:
+            raise ValueError(f"'{name}' must be square; got shape {A.shape}: one row for each "
+                             f"of the {n} {what} but {A.shape[1]} columns." + hint)
         raise ValueError(f"'{name}' must be square; got shape {A.shape}.")
     if A.shape[0] != n:
         raise ValueError(
             f"'{name}' has shape {A.shape} but there are {n} {what}: it must be ({n}, {n})."
-        )
+            + hint)
     if not np.all(np.isfinite(A.data)):
         raise ValueError(f"'{name}' contains NaN or infinite values; edge weights must be finite.")
     if A.data.size and A.data.min() < 0:

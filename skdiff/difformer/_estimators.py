@@ -311,7 +311,8 @@ class _DIFFormerBase(NeuralEstimatorBase):
         # scaling statistics and the shift by the mean, then the scaled rows are float32
         X = validate_data(self, X, accept_sparse="csr", dtype=(np.float64, np.float32),
                           reset=reset)
-        A = None if adjacency is None else check_adjacency(adjacency, X.shape[0])
+        A = None if adjacency is None else check_adjacency(adjacency, X.shape[0],
+                                                           split_hint=True)
         self._check_in_dim(X.shape[1], reset, "X")
         return GraphInputs(X, self._scaling(X, reset), A, self.device_)
 

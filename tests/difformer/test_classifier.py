@@ -449,6 +449,33 @@ def test_bad_inputs_are_clear_errors(planted):
         clf.fit(X, y, adjacency=A[:, :299])
     with pytest.raises(ValueError, match="'adjacency' has negative entries"):
         clf.fit(X, y, adjacency=-A)
+
+
+def test_an_adjacency_split_with_the_rows_names_the_graph_recipe(planted):
+    """cross_validate slices the rows of a sample-aligned adjacency, not its columns, and a
+    split of X leaves it whole: both errors say so and give the Graph recipe."""
+    from sklearn.model_selection import cross_validate
+
+    X, y, A = planted
+    clf = DIFFormerClassifier(**{**FAST, "max_epochs": 1})
+    recipe = (r"An adjacency among the rows of X is not split with them: a cross-validation "
+              r"\(cross_validate, GridSearchCV, params=\{'adjacency': A\}\) slices its rows but "
+              r"not its columns, and a split of X leaves it whole\. For a subset of the rows, "
+              r"slice it as A\[rows\]\[:, rows\]; to cross-validate over one graph, build it "
+              r"once over all the rows, g = skdiff\.Graph\(X, A\), and pass its node ids as X "
+              r"with the graph: cross_validate\(est, g\.node_ids\(\), y, "
+              r"params=\{'graph': g\}\)\.$")
+    cv = StratifiedKFold(3, shuffle=True, random_state=0)
+    with pytest.raises(ValueError, match=r"^'adjacency' must be square; got shape \(200, 300\): "
+                       r"one row for each of the 200 rows of X but 300 columns\. " + recipe):
+        cross_validate(clf, X, y, cv=cv, params={"adjacency": A}, error_score="raise")
+    with pytest.raises(ValueError, match=r"^'adjacency' has shape \(300, 300\) but there are 200 "
+                       r"rows of X: it must be \(200, 200\)\. " + recipe):
+        clf.fit(X[:200], y[:200], adjacency=A)
+    # other wrong shapes keep the plain message
+    with pytest.raises(ValueError, match=r"^'adjacency' has shape \(299, 299\) but there are 300 "
+                       r"rows of X: it must be \(300, 300\)\.$"):
+        clf.fit(X, y, adjacency=A[:299, :299])
     with pytest.raises(ValueError, match="only one class"):
         clf.fit(X, np.where(np.arange(300) < 10, 1, -1))
     with pytest.raises(ValueError, match="no labelled rows"):
