@@ -380,17 +380,32 @@ class RegressorTask(RegressorMixin, EstimatorBase):
         self.std_scale_ = conformal_quantile(z, 0.9) / _Z90
 
     def _draw_samples(self, inputs, n_samples, seed):
-        """Gaussian head: draws from the predicted Gaussian of each row and output (with
-        ``_gaussian_mc``, each from the Gaussians of its own Monte Carlo dropout pass);
-        otherwise forward passes with dropout active."""
-        if not self._gaussian:
-            return super()._draw_samples(inputs, n_samples, seed)
-        if self._gaussian_mc:
-            mean, std = self._gaussian_moments(self._mc_outputs(inputs, n_samples, seed))
+        """Samples in the units of ``y``, centred on ``predict``'s mean.
+
+        The Gaussian head without Monte Carlo dropout draws from the predicted Gaussian of
+        each row and output, whose mean is ``predict``'s. Monte Carlo dropout passes
+        (``uncertainty="mc_dropout"``, or the Gaussian head with ``_gaussian_mc``) are
+        centred on the deterministic forward that ``predict`` returns: draw ``s`` is that
+        mean plus pass ``s``'s deviation from the mean of the call's passes (and, with the
+        Gaussian head, the noise of pass ``s``'s Gaussian). A pass with dropout active is a
+        thinned network, and the thinned networks' average is not the full network's
+        output (the nonlinearities do not commute with the average over masks); uncentred,
+        the draws' average would be another point forecast than ``predict``'s. Centred,
+        it is ``predict``'s mean (up to the Gaussian noise's sampling error), and the
+        draws' spread is the passes' own, as ``predict(return_std=True)`` reports it.
+        """
+        with self._inference():
+            det = self._outputs(inputs)
+        k = self.n_outputs_
+        if self._gaussian and not self._gaussian_mc:
+            mean, std = (a[..., None] for a in self._gaussian_moments(det))
         else:
-            with self._inference():
-                mean, std = (a[..., None] for a in self._gaussian_moments(
-                    self._outputs(inputs)))
+            passes = self._mc_outputs(inputs, n_samples, seed)
+            means = passes[:, :k]
+            mean = det[:, :k, None] + (means - means.mean(axis=-1, keepdims=True))
+            if not self._gaussian:
+                return self._unscale(mean)
+            std = self._gaussian_moments(passes)[1]
         noise = np.random.RandomState(seed).standard_normal(
             mean.shape[:-1] + (n_samples,))
         return self._unscale(mean + std * noise)

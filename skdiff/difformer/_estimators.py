@@ -1269,7 +1269,8 @@ class DIFFormerRegressor(RegressorTask, _DIFFormerBase):
         (:class:`~skdiff.nn.losses.GaussianNLL`), so the variance learns the size of the
         errors, noise included, without slowing the fit of the mean. The predictive
         distribution is that Gaussian under Monte Carlo dropout (Kendall and Gal, NeurIPS
-        2017): a sample draws from the Gaussian of one pass with dropout active, and the
+        2017): a sample draws from the Gaussian of one pass with dropout active, shifted
+        so that the call's passes are centred on ``predict``'s mean (below), and the
         returned variance is the passes' mean variance plus the variance of their means
         (30 passes, seeded by the fit). The second term is what the network does not know:
         with few labelled rows the variance fitted to them understates the errors
@@ -1286,7 +1287,15 @@ class DIFFormerRegressor(RegressorTask, _DIFFormerBase):
         the noise of ``y``: on tables, 95 % intervals that cover far fewer than 95 % of the
         targets, see ``benchmarks/regression_uncertainty.py``). A dropout draw drops the
         same units for every row, so a row's spread does not depend on the other rows of
-        the call.
+        the call. With either head the passes of a :meth:`sample_posterior` call are
+        centred on ``predict``'s mean: draw ``s`` is that mean plus pass ``s``'s
+        deviation from the mean of the call's passes (plus, with ``"gaussian"``, the noise
+        of pass ``s``'s Gaussian). The thinned networks' average is not the full
+        network's output, so uncentred draws would average to another point forecast
+        than ``predict``'s; centred, their average is ``predict``'s mean (exactly with
+        ``"mc_dropout"``) and their spread is unchanged. With ``n_samples=1`` the
+        ``"mc_dropout"`` draw is ``predict``'s mean: draw the samples of a row in one
+        call.
     %(training_parameters)s
 
     Attributes

@@ -464,7 +464,11 @@ class FlowformerRegressor(RegressorTask, _FlowformerBase):
         on new ones.
         ``"mc_dropout"``: trained by mean squared error; samples are forward passes with
         dropout active (epistemic uncertainty only, usually far narrower than the forecast
-        error).
+        error), centred on ``predict``'s mean: draw ``s`` is that mean plus pass ``s``'s
+        deviation from the mean of the call's passes, so that the draws average to
+        ``predict``'s forecast (the thinned networks' average is not the full network's
+        output) with the passes' spread. With ``n_samples=1`` the draw is ``predict``'s
+        mean: draw the samples of a row in one call.
     %(training_parameters)s
 
     Attributes

@@ -190,3 +190,30 @@ def test_auto_dropout_of_the_regressor(friedman):
     assert no_fallback.dropout_ == 0.2 and no_fallback.early_stopping_ is False
     mc = DIFFormerRegressor(**short, uncertainty="mc_dropout").fit(Xtr, ytr)
     assert mc.dropout_ == 0.2 and mc.early_stopping_ is False
+
+
+@pytest.mark.parametrize("uncertainty", ["gaussian", "mc_dropout"])
+def test_draws_are_centred_on_predict(uncertainty):
+    """A pass with dropout active is a thinned network, whose average is not the full
+    network's output: the draws are centred on ``predict``'s mean, so that averaging them
+    gives ``predict``'s point forecast (exactly, without the Gaussian noise), and their
+    spread is that of ``predict(return_std=True)``."""
+    X, y = make_friedman1(150, noise=1.0, random_state=0)
+    reg = DIFFormerRegressor(n_layers=2, hidden_dim=16, max_epochs=15, dropout=0.2,
+                             linear_fallback=False, uncertainty=uncertainty, device="cpu",
+                             random_state=0).fit(X[:100], y[:100])
+    Xq = X[100:]
+    mean, std = reg.predict(Xq, return_std=True)
+    np.testing.assert_array_equal(mean, reg.predict(Xq))
+    if uncertainty == "gaussian":
+        assert reg._gaussian_mc
+        reg.std_scale_ = np.zeros(1)  # no noise: the draws are the passes' means
+    S = reg.sample_posterior(Xq, n_samples=40, random_state=0)
+    assert S.std(-1).min() > 0.01 * std.min()
+    # uncentred, the passes' average was a median 0.05 (Gaussian head) and 0.2
+    # (mc_dropout) predictive standard deviations away
+    np.testing.assert_allclose(S.mean(-1), mean, rtol=0, atol=1e-12 * np.abs(mean).max())
+    if uncertainty == "mc_dropout":
+        # predict's std is the spread of the 30 draws of the fit's seed
+        S30 = reg._draw_samples(reg._prepare_predict(Xq), 30, reg.seed_)
+        np.testing.assert_allclose(S30.std(-1), std, rtol=1e-10)

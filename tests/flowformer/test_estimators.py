@@ -288,6 +288,21 @@ def test_mc_dropout_posterior():
     np.testing.assert_array_equal(std, reg.predict(X[:4], return_std=True)[1])  # seeded
 
 
+
+def test_mc_dropout_draws_are_centred_on_predict():
+    """The draws are centred on ``predict``'s mean (the thinned networks' average is not
+    the full network's output): their average is ``predict``'s forecast, their spread the
+    passes' own, as ``predict(return_std=True)`` reports it."""
+    X, y = _waves(120)
+    reg = FlowformerRegressor(**FAST, uncertainty="mc_dropout", dropout=0.3).fit(X, y)
+    mean, std = reg.predict(X[:20], return_std=True)
+    S = reg.sample_posterior(X[:20], n_samples=40, random_state=0)
+    assert S.std(-1).min() > 0.01 * std.min()
+    # uncentred, the passes' average was 0.4 predictive standard deviations away (median)
+    np.testing.assert_allclose(S.mean(-1), mean, rtol=0, atol=1e-12 * np.abs(mean).max())
+    S30 = reg._draw_samples(reg._prepare_predict(X[:20]), 30, reg.seed_)
+    np.testing.assert_allclose(S30.std(-1), std, rtol=1e-10)
+
 def test_multivariate_with_channel_graph_and_errors():
     rng = np.random.default_rng(0)
     X = rng.normal(size=(80, 12, 3))
