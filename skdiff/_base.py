@@ -54,7 +54,13 @@ from skorch.callbacks import scoring as skorch_scoring
 from skorch.helper import predefined_split
 from torch.utils.data import Dataset
 
-from ._checks import Interval, check_n_samples, memory_for, validate_data  # noqa: F401
+from ._checks import (  # noqa: F401
+    Interval,
+    caller_stacklevel,
+    check_n_samples,
+    memory_for,
+    validate_data,
+)
 from ._docs import fill_doc
 from ._engine import (  # noqa: F401  (re-exported for the estimators)
     SEED_BOUND,
@@ -565,14 +571,41 @@ class EstimatorBase(BaseEstimator):
         """Monte Carlo dropout: ``n_samples`` stochastic forwards, mapped to predictions."""
         return self._from_outputs(self._mc_outputs(inputs, n_samples, seed), samples=True)
 
+    #: Why the network may have no dropout, named in the warning of :meth:`_mc_outputs`
+    #: when ``dropout="auto"`` chose 0 (a family whose ``dropout`` has an ``"auto"``).
+    _auto_dropout_note = ""
+
+    def _has_dropout(self):
+        """Whether the network has a dropout layer of positive rate, i.e. whether Monte
+        Carlo dropout passes differ from each other."""
+        return any(isinstance(m, torch.nn.modules.dropout._DropoutNd) and m.p > 0
+                   for m in self.module_.modules())
+
+    def _warn_no_dropout(self):
+        """Warn that Monte Carlo dropout draws carry no spread: the network has no dropout."""
+        name = "dropout_" if "dropout_" in self.__dict__ else "dropout"
+        note = f"; {self._auto_dropout_note}" if (
+            self._auto_dropout_note and getattr(self, "dropout", None) == "auto") else ""
+        warnings.warn(
+            f"{type(self).__name__} was trained without dropout ({name}="
+            f"{getattr(self, name, None)!r}{note}), so its Monte Carlo dropout draws are all "
+            "equal to the prediction and their spread is 0. Set dropout above 0 (e.g. "
+            "dropout=0.2) and refit for a spread.", UserWarning, stacklevel=caller_stacklevel())
+
     def _mc_outputs(self, inputs, n_samples, seed):
         """Raw outputs of ``n_samples`` forwards with dropout active: (rows, ..., n_samples).
 
         Each draw drops the same units for every row (:class:`~skdiff.nn._dropout.Dropout`
         with one :class:`~skdiff.nn._dropout.SharedMasks` per call, from its own generator
         seeded with ``seed``): a draw is one thinned network, and a row's draws do not
-        depend on the other rows of the call or on how they are chunked.
+        depend on the other rows of the call or on how they are chunked. A network without
+        dropout has one answer, repeated, with a warning (:meth:`_warn_no_dropout`).
         """
+        if not self._has_dropout():
+            self._warn_no_dropout()
+            with self._inference():
+                out = self._outputs(inputs)
+            return np.repeat(out[..., None], n_samples, axis=-1)
         from tqdm.auto import trange
 
         draws = trange(n_samples, desc=f"{type(self).__name__} sampling", unit="sample",

@@ -134,8 +134,9 @@ dropout : float in [0, 1) or "auto"
     only know the errors on rows the network has seen, and keeps 0.2 when that split
     would hold fewer than 20 rows; with ``uncertainty="mc_dropout"``, whose spread is
     dropout's, ``"auto"`` is 0.2. Without dropout the classifier's
-    :meth:`sample_posterior` draws are all equal to :meth:`predict_proba` (with a
-    warning): set ``dropout`` above 0 for a Monte Carlo spread. ``dropout_`` holds the
+    :meth:`sample_posterior` draws are all equal to :meth:`predict_proba`, and those of
+    the regressor with ``uncertainty="mc_dropout"`` to :meth:`predict` (with a warning):
+    set ``dropout`` above 0 for a Monte Carlo spread. ``dropout_`` holds the
     value used.
 graph_weight : float in [0, 1], None or "auto"
     How attention and the graph term combine when an adjacency is given: ``None`` adds
@@ -288,6 +289,8 @@ class _DIFFormerBase(NeuralEstimatorBase):
     # error for score); ``adjacency`` keeps scikit-learn's unset default (passing it is an
     # error until requested), as for fit and predict.
     __metadata_request__score = {"graph": True}
+
+    _auto_dropout_note = "dropout='auto' chooses 0 for fully labelled rows without a graph"
 
     # -- inputs ----------------------------------------------------------------------------
     def _inputs(self, X, adjacency, graph, *, reset):
@@ -715,20 +718,6 @@ class _DIFFormerBase(NeuralEstimatorBase):
             "recomputed without those rows. Refit (to end a fit on a skorch Checkpoint's "
             "weights, pass Checkpoint(load_best=True) in callbacks), or move the whole "
             "fitted estimator (save/load or pickle) rather than the network's weights.")
-
-    def _mc_outputs(self, inputs, n_samples, seed):
-        """Monte Carlo dropout forwards; a network without dropout has one answer, repeated
-        (with a warning: the draws carry no spread)."""
-        if self._dropout_used != 0:
-            return super()._mc_outputs(inputs, n_samples, seed)
-        warnings.warn(
-            f"{type(self).__name__} was trained without dropout (dropout_=0; dropout='auto' "
-            "chooses 0 for fully labelled rows without a graph), so its Monte Carlo draws "
-            "are all equal to the prediction. Set dropout above 0 (e.g. 0.2) and refit for "
-            "a spread.", UserWarning, stacklevel=4)
-        with self._inference():
-            out = self._outputs(inputs)
-        return np.repeat(out[..., None], n_samples, axis=-1)
 
     def _smoothed(self, outputs):
         """Outputs over the fitted graph with the fitted labels propagated, if they were."""

@@ -56,7 +56,10 @@ n_layers : int
 ff_dim : int or None
     Feed-forward width; ``None`` uses ``hidden_dim`` (official ``d_ff = d_model``).
 dropout : float in [0, 1)
-    Dropout of the attention output, the feed-forward block, the input and the head.
+    Dropout of the attention output, the feed-forward block, the input and the head; also
+    the source of the classifier's :meth:`sample_posterior` randomness (and the
+    regressor's with ``uncertainty="mc_dropout"``). With ``dropout=0`` those Monte Carlo
+    draws are all equal to the prediction (with a warning).
 causal : bool
     Causal Flow-Attention (position t sees only positions <= t); with ``pooling="last"``
     an autoregressive summary of the window.

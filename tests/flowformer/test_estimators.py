@@ -303,6 +303,40 @@ def test_mc_dropout_draws_are_centred_on_predict():
     S30 = reg._draw_samples(reg._prepare_predict(X[:20]), 30, reg.seed_)
     np.testing.assert_allclose(S30.std(-1), std, rtol=1e-10)
 
+
+def test_monte_carlo_dropout_without_dropout_warns():
+    """Without dropout the Monte Carlo passes are one network: the draws' spread is 0, with
+    the warning DIFFormer gives (one implementation, pointing at the caller's line). The
+    Gaussian head draws from its own Gaussians and does not warn."""
+    import warnings
+
+    from skdiff import DIFFormerRegressor
+
+    X, y = _waves(60)
+    text = ("{} was trained without dropout ({}=0.0), so its Monte Carlo dropout draws are "
+            "all equal to the prediction and their spread is 0. Set dropout above 0 (e.g. "
+            "dropout=0.2) and refit for a spread.")
+    reg = FlowformerRegressor(**FAST, uncertainty="mc_dropout", dropout=0.0).fit(X, y)
+    clf = FlowformerClassifier(**FAST, dropout=0.0).fit(X, (y > 0).astype(int))
+    dif = DIFFormerRegressor(n_layers=1, hidden_dim=8, max_epochs=2, dropout=0.0,
+                             uncertainty="mc_dropout", device="cpu", random_state=0).fit(X, y)
+    for est, name in ((reg, "dropout"), (clf, "dropout"), (dif, "dropout_")):
+        calls = [(est.sample_posterior, dict(n_samples=3, random_state=0))]
+        if est is not clf:
+            calls.append((est.predict, dict(return_std=True)))
+        for method, kwargs in calls:
+            with pytest.warns(UserWarning) as record:
+                out = method(X[:4], **kwargs)
+            assert [str(w.message) for w in record] == [text.format(type(est).__name__, name)]
+            assert record[0].filename == __file__
+        spread = out[1] if est is not clf else out.std(-1)
+        assert np.abs(spread).max() < 1e-12
+    gaussian = FlowformerRegressor(**FAST, dropout=0.0).fit(X, y)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        assert gaussian.sample_posterior(X[:4], n_samples=50, random_state=0).std(-1).min() > 0
+        gaussian.predict(X[:4], return_std=True)
+
 def test_multivariate_with_channel_graph_and_errors():
     rng = np.random.default_rng(0)
     X = rng.normal(size=(80, 12, 3))
