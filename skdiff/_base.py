@@ -862,7 +862,8 @@ class NeuralEstimatorBase(EstimatorBase):
             raise ValueError(
                 f"{type(self).__name__}: {how} the fitted network, which was built with "
                 f"{listed}. Restore {'that value' if len(changed) == 1 else 'those values'}, "
-                "or set warm_start=False to fit a new network with the new parameters. "
+                "or call fit with warm_start=False to fit a new network with the new "
+                "parameters. "
                 f"Only training parameters may change between warm fits: "
                 f"{', '.join(sorted(self._WARM_START_FREE))}.")
 

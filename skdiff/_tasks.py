@@ -320,10 +320,22 @@ class RegressorTask(RegressorMixin, EstimatorBase):
         return z.astype(np.float32), labelled, None, weights
 
     # -- the Gaussian head (``uncertainty="gaussian"``) -----------------------------------
+    def _prepare_fit(self, *, reset=True):
+        # the head is part of the network: a fit from scratch records the one it builds, and
+        # prediction reads that record, not the parameter, which set_params may change after
+        # the fit (a warm start or partial_fit refuses a changed uncertainty, as any
+        # parameter the network was built with: _check_warm_parameters)
+        seed = super()._prepare_fit(reset=reset)
+        if reset and hasattr(self, "uncertainty"):
+            self.uncertainty_ = self.uncertainty
+        return seed
+
     @property
     def _gaussian(self):
-        """Whether the head predicts a Gaussian (mean, variance) per output."""
-        return getattr(self, "uncertainty", None) == "gaussian"
+        """Whether the head predicts a Gaussian (mean, variance) per output: the fitted head
+        (``uncertainty_``), or before a fit the ``uncertainty`` parameter."""
+        head = self.__dict__.get("uncertainty_", getattr(self, "uncertainty", None))
+        return head == "gaussian"
 
     def _n_network_outputs(self):
         return self.n_outputs_ * (2 if self._gaussian else 1)

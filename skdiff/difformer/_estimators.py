@@ -1296,6 +1296,12 @@ class DIFFormerRegressor(RegressorTask, _DIFFormerBase):
     transduction_ : ndarray of shape (n_fitted_rows,) or (n_fitted_rows, n_outputs)
         Predicted value of every row seen in ``fit`` (every node in graph mode), after
         ``label_propagation`` when it applies.
+    uncertainty_ : str
+        The head the network was fitted with, ``"gaussian"`` or ``"mc_dropout"`` (the
+        ``uncertainty`` of the last fit from scratch). ``predict``, ``predict(return_std=True)``
+        and :meth:`sample_posterior` read it, so setting ``uncertainty`` after a fit changes
+        nothing until the next fit; a warm start or ``partial_fit`` with another
+        ``uncertainty`` is refused.
     std_scale_ : ndarray of shape (n_outputs,)
         Calibration factor of the Gaussian head's standard deviation, fitted on the
         validation rows (ones without them, with fewer than 20, or with

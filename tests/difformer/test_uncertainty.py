@@ -217,3 +217,28 @@ def test_draws_are_centred_on_predict(uncertainty):
         # predict's std is the spread of the 30 draws of the fit's seed
         S30 = reg._draw_samples(reg._prepare_predict(Xq), 30, reg.seed_)
         np.testing.assert_allclose(S30.std(-1), std, rtol=1e-10)
+
+
+def test_the_fitted_head_predicts_whatever_uncertainty_is_set_to_after_fit():
+    """``uncertainty_`` records the head the network was fitted with; predict and
+    sample_posterior read it, so set_params(uncertainty=...) after a fit changes nothing
+    until the next fit, and a continued fit with another head is refused."""
+    X, y = make_friedman1(80, noise=1.0, random_state=0)
+    kw = dict(n_layers=1, hidden_dim=8, max_epochs=3, dropout=0.2, linear_fallback=False,
+              device="cpu", random_state=0)
+    for fitted, other in (("gaussian", "mc_dropout"), ("mc_dropout", "gaussian")):
+        reg = DIFFormerRegressor(**kw, uncertainty=fitted).fit(X, y)
+        assert reg.uncertainty_ == fitted
+        before = (*reg.predict(X[:5], return_std=True),
+                  reg.sample_posterior(X[:5], n_samples=4, random_state=0))
+        reg.set_params(uncertainty=other)
+        after = (*reg.predict(X[:5], return_std=True),
+                 reg.sample_posterior(X[:5], n_samples=4, random_state=0))
+        for a, b in zip(before, after):
+            np.testing.assert_array_equal(a, b)
+        with pytest.raises(ValueError, match=(
+                rf"partial_fit continues the fitted network, which was built with "
+                rf"uncertainty='{fitted}' \(now '{other}'\)\. Restore that value, or call "
+                rf"fit with warm_start=False to fit a new network")):
+            reg.partial_fit(X, y)
+        assert reg.set_params(warm_start=False).fit(X, y).uncertainty_ == other

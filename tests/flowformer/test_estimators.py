@@ -337,6 +337,27 @@ def test_monte_carlo_dropout_without_dropout_warns():
         assert gaussian.sample_posterior(X[:4], n_samples=50, random_state=0).std(-1).min() > 0
         gaussian.predict(X[:4], return_std=True)
 
+
+def test_the_fitted_head_predicts_whatever_uncertainty_is_set_to_after_fit():
+    """predict and sample_posterior read the fitted head, ``uncertainty_``, not the
+    parameter: set after the fit, it changes nothing until the next fit."""
+    X, y = _waves(60)
+    for fitted, other in (("gaussian", "mc_dropout"), ("mc_dropout", "gaussian")):
+        reg = FlowformerRegressor(**FAST, uncertainty=fitted, dropout=0.3).fit(X, y)
+        assert reg.uncertainty_ == fitted
+        before = (*reg.predict(X[:5], return_std=True),
+                  reg.sample_posterior(X[:5], n_samples=4, random_state=0))
+        reg.set_params(uncertainty=other)
+        after = (*reg.predict(X[:5], return_std=True),
+                 reg.sample_posterior(X[:5], n_samples=4, random_state=0))
+        for a, b in zip(before, after):
+            np.testing.assert_array_equal(a, b)
+        with pytest.raises(ValueError, match=rf"warm_start=True continues the fitted "
+                           rf"network, which was built with uncertainty='{fitted}' \(now "
+                           rf"'{other}'\)"):
+            reg.set_params(warm_start=True).fit(X, y)
+        assert reg.set_params(warm_start=False).fit(X, y).uncertainty_ == other
+
 def test_multivariate_with_channel_graph_and_errors():
     rng = np.random.default_rng(0)
     X = rng.normal(size=(80, 12, 3))
