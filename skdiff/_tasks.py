@@ -418,8 +418,10 @@ class RegressorTask(RegressorMixin, EstimatorBase):
             if not self._gaussian:
                 return self._unscale(mean)
             std = self._gaussian_moments(passes)[1]
-        noise = np.random.RandomState(seed).standard_normal(
-            mean.shape[:-1] + (n_samples,))
+        # drawn sample by sample (all rows and outputs of draw 0, then of draw 1, ...), so
+        # that the first k draws' noise does not depend on n_samples
+        noise = np.moveaxis(np.random.RandomState(seed).standard_normal(
+            (n_samples,) + mean.shape[:-1]), 0, -1)
         return self._unscale(mean + std * noise)
 
     def _unscale(self, z, axis=1):

@@ -377,8 +377,9 @@ def test_monte_carlo_draws_of_a_row_do_not_depend_on_the_other_rows(sequences):
         assert std.min() > 0
         torch.manual_seed(0)
         assert torch.equal(torch.rand(2), before)  # the caller's torch stream is untouched
-    # draws without a Gaussian head's noise (which sample_posterior adds row by row from
-    # one stream, as GaussianProcessRegressor.sample_y draws jointly) are the row's own too
+    # draws without a Gaussian head's noise (which sample_posterior adds draw by draw from
+    # one stream for all rows, as GaussianProcessRegressor.sample_y draws jointly) are the
+    # row's own too
     for est, Z in ((flow, Xs[120:]), (clf, X_new)):
         draws = est.sample_posterior(Z, n_samples=4, random_state=1)
         np.testing.assert_allclose(  # float64 inference: equal up to rounding

@@ -242,3 +242,25 @@ def test_the_fitted_head_predicts_whatever_uncertainty_is_set_to_after_fit():
                 rf"fit with warm_start=False to fit a new network")):
             reg.partial_fit(X, y)
         assert reg.set_params(warm_start=False).fit(X, y).uncertainty_ == other
+
+
+def test_the_first_draws_do_not_depend_on_n_samples():
+    """The Gaussian noise is drawn draw by draw: the first k draws of a call take the same
+    noise whatever n_samples. Without dropout the draws are the Gaussian's alone and repeat
+    exactly; with it the Monte Carlo passes repeat too, and the draws differ only by the
+    shift to the centre of the call's passes, one per row and output."""
+    X, y = make_friedman1(80, noise=1.0, random_state=0)
+    kw = dict(n_layers=1, hidden_dim=8, max_epochs=3, linear_fallback=False, device="cpu",
+              random_state=0)
+    plain = DIFFormerRegressor(**kw, dropout=0.0).fit(X, y)
+    np.testing.assert_array_equal(plain.sample_posterior(X[:5], 10, random_state=0),
+                                  plain.sample_posterior(X[:5], 25, random_state=0)[:, :10])
+    reg = DIFFormerRegressor(**kw, dropout=0.2).fit(X, y)
+    assert reg._gaussian_mc
+    inputs = reg._prepare_predict(X[:5])
+    np.testing.assert_array_equal(reg._mc_outputs(inputs, 10, 7),
+                                  reg._mc_outputs(inputs, 25, 7)[..., :10])
+    shift = reg.sample_posterior(X[:5], 10, random_state=0) - \
+        reg.sample_posterior(X[:5], 25, random_state=0)[:, :10]
+    # the noise drawn as one (rows, outputs, n_samples) block changed with n_samples
+    assert np.ptp(shift, axis=-1).max() < 1e-12 * np.abs(y).max()

@@ -358,6 +358,14 @@ def test_the_fitted_head_predicts_whatever_uncertainty_is_set_to_after_fit():
             reg.set_params(warm_start=True).fit(X, y)
         assert reg.set_params(warm_start=False).fit(X, y).uncertainty_ == other
 
+
+def test_the_first_gaussian_draws_do_not_depend_on_n_samples(fitted):
+    """The Gaussian head's noise is drawn draw by draw: a call for k samples returns the
+    first k of a call for more, with the same random_state."""
+    reg, X, _ = fitted
+    np.testing.assert_array_equal(reg.sample_posterior(X[200:205], 10, random_state=0),
+                                  reg.sample_posterior(X[200:205], 25, random_state=0)[..., :10])
+
 def test_multivariate_with_channel_graph_and_errors():
     rng = np.random.default_rng(0)
     X = rng.normal(size=(80, 12, 3))
