@@ -13,6 +13,15 @@ from ._checks import _holds, from_torch, restate_array_error
 __all__ = ["Graph", "check_adjacency", "check_node_ids"]
 
 
+def check_not_bool(adjacency, *, name="adjacency", hint=""):
+    """Refuse a bool where an adjacency belongs: a flag passed positionally, e.g. ``True``
+    meant for ``return_std`` landing on the ``adjacency`` argument that precedes it.
+    ``hint`` follows the message (the keyword the flag was meant for)."""
+    if isinstance(adjacency, (bool, np.bool_)):
+        raise TypeError(f"'{name}' must be an array-like or sparse matrix, got bool "
+                        f"{bool(adjacency)!r}{hint or '.'}")
+
+
 # A graph among the rows of X does not follow a split of the rows: scikit-learn's
 # cross-validation slices the rows of a sample-aligned parameter (A[train], not square) and
 # train_test_split leaves it whole. The recipe that keeps one graph (docs/user_guide/graphs.md).
@@ -39,6 +48,7 @@ def check_adjacency(adjacency, n, *, name="adjacency", what="rows of X", symmetr
     """
     if adjacency is None:
         raise ValueError(f"'{name}' is None; pass a (n, n) matrix or omit it.")
+    check_not_bool(adjacency, name=name)
     adjacency = from_torch(adjacency)
     if _holds(adjacency, "c"):
         raise ValueError(f"'{name}' holds complex numbers; edge weights must be real (pass "

@@ -382,6 +382,12 @@ def test_check_adjacency_errors_and_symmetrisation():
     for complex_A in (A * 1j, sp.csr_matrix(A * 1j), sp.lil_matrix(A * 1j), (A * 1j).tolist()):
         with pytest.raises(ValueError, match="holds complex numbers; edge weights must be real"):
             check_adjacency(complex_A, 3)
+    # a flag passed positionally where the adjacency goes is named as a bool
+    for flag in (True, np.False_):
+        with pytest.raises(TypeError) as info:
+            check_adjacency(flag, 3)
+        assert str(info.value) == ("'adjacency' must be an array-like or sparse matrix, got "
+                                   f"bool {bool(flag)}.")
 
 
 def test_graph_repr_counts_a_self_loop_as_one_edge():

@@ -36,7 +36,7 @@ from .._checks import (
 )
 from .._docs import fill_doc, parse_docs
 from .._engine import float64_copy
-from .._graph import Graph, check_adjacency, check_node_ids
+from .._graph import Graph, check_adjacency, check_node_ids, check_not_bool
 from .._tasks import MIN_CALIBRATION_ROWS, ClassifierTask, RegressorTask, beats_by_one_se
 from ..callbacks import WeightAveraging
 from ..nn.difformer import DIFFormer
@@ -648,6 +648,7 @@ class _DIFFormerBase(NeuralEstimatorBase):
         """Refuse an ``adjacency`` beside ``graph``, given to a model fitted in graph mode
         (whose ``X`` holds node ids, not feature rows an adjacency could join), or given to
         a model fitted without a graph (whose network has no trained graph term)."""
+        check_not_bool(adjacency)
         if graph is not None and adjacency is not None:
             raise ValueError("Pass either 'graph' (graph mode, X = node ids) or 'adjacency' "
                              "(features mode), not both.")
@@ -1666,6 +1667,9 @@ class DIFFormerRegressor(RegressorTask, _DIFFormerBase):
         y_std : ndarray of the same shape
             Predictive standard deviation in the units of ``y``; only with ``return_std``.
         """
+        # predict(X, True) puts the flag on adjacency, the second positional argument
+        check_not_bool(adjacency, hint="; to get the standard deviation pass "
+                       "return_std=True by keyword.")
         return super().predict(X, return_std=return_std, adjacency=adjacency, graph=graph)
 
     def score(self, X, y, sample_weight=None, *, adjacency=None, graph=None):

@@ -264,3 +264,28 @@ def test_the_first_draws_do_not_depend_on_n_samples():
         reg.sample_posterior(X[:5], 25, random_state=0)[:, :10]
     # the noise drawn as one (rows, outputs, n_samples) block changed with n_samples
     assert np.ptp(shift, axis=-1).max() < 1e-12 * np.abs(y).max()
+
+
+def test_return_std_passed_positionally_is_named():
+    """predict(X, True) puts True on ``adjacency``, the second positional argument: a bool
+    there is named as such, with the keyword it was meant for, not taken for a graph (the
+    classifier's and the other methods' adjacency are checked alike)."""
+    from skdiff import DIFFormerClassifier
+
+    X, y = make_friedman1(40, random_state=0)
+    kw = dict(n_layers=1, hidden_dim=8, max_epochs=2, device="cpu", random_state=0)
+    reg = DIFFormerRegressor(**kw).fit(X, y)
+    clf = DIFFormerClassifier(**kw).fit(X, (y > y.mean()).astype(int))
+    text = "'adjacency' must be an array-like or sparse matrix, got bool True"
+    for flag in (True, np.True_):
+        with pytest.raises(TypeError) as info:
+            reg.predict(X, flag)
+        assert str(info.value) == (f"{text}; to get the standard deviation pass "
+                                   "return_std=True by keyword.")
+    for call in (lambda: clf.predict(X, True), lambda: clf.predict_proba(X, True),
+                 lambda: reg.attention_graph(X, True),
+                 lambda: reg.sample_posterior(X, 3, adjacency=True),
+                 lambda: DIFFormerRegressor(**kw).fit(X, y, True)):
+        with pytest.raises(TypeError) as info:
+            call()
+        assert str(info.value) == f"{text}."

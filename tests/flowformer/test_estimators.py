@@ -366,6 +366,15 @@ def test_the_first_gaussian_draws_do_not_depend_on_n_samples(fitted):
     np.testing.assert_array_equal(reg.sample_posterior(X[200:205], 10, random_state=0),
                                   reg.sample_posterior(X[200:205], 25, random_state=0)[..., :10])
 
+
+def test_a_bool_channel_graph_is_named():
+    X, y = _waves(40)
+    for est, target in ((FlowformerRegressor(**FAST), y),
+                        (FlowformerClassifier(**FAST), (y > 0).astype(int))):
+        with pytest.raises(TypeError, match=r"^'adjacency' must be an array-like or sparse "
+                           r"matrix, got bool True\.$"):
+            est.fit(X, target, True)
+
 def test_multivariate_with_channel_graph_and_errors():
     rng = np.random.default_rng(0)
     X = rng.normal(size=(80, 12, 3))
