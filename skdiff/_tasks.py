@@ -404,7 +404,8 @@ class RegressorTask(RegressorMixin, EstimatorBase):
         output (the nonlinearities do not commute with the average over masks); uncentred,
         the draws' average would be another point forecast than ``predict``'s. Centred,
         it is ``predict``'s mean (up to the Gaussian noise's sampling error), and the
-        draws' spread is the passes' own, as ``predict(return_std=True)`` reports it.
+        draws' spread is the passes' own, as ``predict(return_std=True)`` reports it. A
+        single draw (``n_samples=1``) is its pass as drawn.
         """
         with self._inference():
             det = self._outputs(inputs)
@@ -414,7 +415,10 @@ class RegressorTask(RegressorMixin, EstimatorBase):
         else:
             passes = self._mc_outputs(inputs, n_samples, seed)
             means = passes[:, :k]
-            mean = det[:, :k, None] + (means - means.mean(axis=-1, keepdims=True))
+            # one pass has no mean of its own to centre on: it is returned as drawn, so a
+            # loop of single draws (Thompson sampling) keeps the passes' spread
+            centre = means.mean(axis=-1, keepdims=True) if n_samples > 1 else det[:, :k, None]
+            mean = det[:, :k, None] + (means - centre)
             if not self._gaussian:
                 return self._unscale(mean)
             std = self._gaussian_moments(passes)[1]

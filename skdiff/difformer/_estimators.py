@@ -1283,9 +1283,8 @@ class DIFFormerRegressor(RegressorTask, _DIFFormerBase):
         of pass ``s``'s Gaussian). The thinned networks' average is not the full
         network's output, so uncentred draws would average to another point forecast
         than ``predict``'s; centred, their average is ``predict``'s mean (exactly with
-        ``"mc_dropout"``) and their spread is unchanged. With ``n_samples=1`` the
-        ``"mc_dropout"`` draw is ``predict``'s mean: draw the samples of a row in one
-        call.
+        ``"mc_dropout"``) and their spread is unchanged: draw the samples of a row in one
+        call. A single draw (``n_samples=1``) is its pass as drawn.
     %(training_parameters)s
 
     Attributes

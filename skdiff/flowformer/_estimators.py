@@ -470,8 +470,8 @@ class FlowformerRegressor(RegressorTask, _FlowformerBase):
         error), centred on ``predict``'s mean: draw ``s`` is that mean plus pass ``s``'s
         deviation from the mean of the call's passes, so that the draws average to
         ``predict``'s forecast (the thinned networks' average is not the full network's
-        output) with the passes' spread. With ``n_samples=1`` the draw is ``predict``'s
-        mean: draw the samples of a row in one call.
+        output) with the passes' spread: draw the samples of a row in one call. A single
+        draw (``n_samples=1``) is its pass as drawn.
     %(training_parameters)s
 
     Attributes

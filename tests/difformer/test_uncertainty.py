@@ -217,6 +217,10 @@ def test_draws_are_centred_on_predict(uncertainty):
         # predict's std is the spread of the 30 draws of the fit's seed
         S30 = reg._draw_samples(reg._prepare_predict(Xq), 30, reg.seed_)
         np.testing.assert_allclose(S30.std(-1), std, rtol=1e-10)
+    # a single draw is its pass as drawn: a loop of them keeps the passes' spread
+    singles = np.stack([reg.sample_posterior(Xq, n_samples=1, random_state=r)[..., 0]
+                        for r in range(20)], -1)
+    assert np.median(singles.std(-1) / S.std(-1)) > 0.5
 
 
 def test_the_fitted_head_predicts_whatever_uncertainty_is_set_to_after_fit():
