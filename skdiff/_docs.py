@@ -119,6 +119,9 @@ classes : array-like of shape (n_classes,) or None
     ``partial_fit`` convention): the output layer gets one unit per class and
     ``classes_`` holds them. ``None``: the classes of ``y`` on the first call, the fitted
     ``classes_`` afterwards; a later call must pass those same classes or ``None``.
+    :class:`~skdiff.DIFFormerClassifier`'s ``unlabelled`` marker is not a class: listed
+    here (as ``classes=np.unique(y)`` lists it for semi-supervised ``y``), it is dropped
+    with a warning.
 module_ : torch.nn.Module
     The trained network.
 net_ : skorch.NeuralNet

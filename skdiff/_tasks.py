@@ -17,6 +17,7 @@ early-stopping validation rows (:meth:`RegressorTask._calibrate_std`).
 from __future__ import annotations
 
 import numbers
+import warnings
 
 import numpy as np
 import torch
@@ -27,12 +28,34 @@ from sklearn.utils.class_weight import compute_sample_weight
 from sklearn.utils.multiclass import check_classification_targets
 
 from ._base import EstimatorBase, check_is_fitted
-from ._checks import fit_scale, split_unlabelled, warn_if_marker_looks_like_a_class
+from ._checks import (
+    caller_stacklevel,
+    fit_scale,
+    split_unlabelled,
+    warn_if_marker_looks_like_a_class,
+)
 from ._docs import fill_doc
 from .nn.losses import GaussianNLL, WeightedCrossEntropy, WeightedMSE, gaussian_variance
 
 __all__ = ["ClassifierTask", "RegressorTask", "beats_by_one_se", "conformal_quantile",
            "mean_difference_se"]
+
+
+def _without_marker(classes, marker):
+    """``classes`` less the ``unlabelled`` marker, with a warning when it was there.
+
+    ``partial_fit(X, y, classes=np.unique(y))``, scikit-learn's idiom, lists the marker of
+    semi-supervised ``y`` among the classes; the marked rows are unlabelled all the same,
+    so the marker is not a class (an output unit no row would train).
+    """
+    marked = split_unlabelled(classes, marker)
+    if marked.any():
+        warnings.warn(
+            f"'classes' lists {marker!r}, the `unlabelled` marker, which marks unlabelled "
+            f"rows and is not a class: it was dropped from 'classes'. Pass unlabelled=None "
+            f"if {marker!r} is a class.", UserWarning,
+            stacklevel=caller_stacklevel())
+    return classes[~marked]
 
 
 def _as_label_array(y):
@@ -86,7 +109,7 @@ class ClassifierTask(ClassifierMixin, EstimatorBase):
         if classes is None:
             classes = np.unique(labelled)
         else:
-            classes = np.unique(np.asarray(classes))
+            classes = _without_marker(np.unique(np.asarray(classes)), marker)
             unknown = np.setdiff1d(labelled, classes)
             if unknown.size:
                 raise ValueError(f"y contains labels {unknown.tolist()} that are not in the "

@@ -437,6 +437,39 @@ def test_partial_fit_trains_one_epoch_per_call(digits):
     np.testing.assert_array_equal(positional.classes_, np.arange(10))
 
 
+def test_partial_fit_drops_the_unlabelled_marker_from_classes():
+    # classes=np.unique(y), scikit-learn's idiom, lists the marker of semi-supervised y: it
+    # is dropped with a warning, so partial_fit gets fit's classes and never predicts -1
+    rng = np.random.RandomState(0)
+    X = rng.randn(60, 4)
+    y = (X[:, 0] > 0).astype(int)
+    y[20:] = -1
+    kw = dict(n_layers=1, hidden_dim=8, max_epochs=2, device="cpu", random_state=0)
+    clf = DIFFormerClassifier(**kw)
+    with pytest.warns(UserWarning, match=r"^'classes' lists -1, the `unlabelled` marker, "
+                      r"which marks unlabelled rows and is not a class: it was dropped from "
+                      r"'classes'\. Pass unlabelled=None if -1 is a class\.$") as record:
+        clf.partial_fit(X, y, classes=np.unique(y))
+    assert record[0].filename == __file__
+    assert clf.classes_.tolist() == [0, 1]
+    assert clf.predict_proba(X).shape == (60, 2)
+    assert set(clf.predict(X).tolist()) <= {0, 1}
+    with pytest.warns(UserWarning, match="dropped from 'classes'"):
+        clf.partial_fit(X, y, classes=np.unique(y))  # a later call with the same idiom
+    assert clf.classes_.tolist() == [0, 1]
+    # a string marker is dropped alike; with unlabelled=None -1 is a class
+    names = np.array(["", "a", "b"])[y + 1]
+    with pytest.warns(UserWarning, match="'classes' lists '', the `unlabelled` marker"):
+        strings = DIFFormerClassifier(**kw, unlabelled="").partial_fit(
+            X, names, classes=np.unique(names))
+    assert strings.classes_.tolist() == ["a", "b"]
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", UserWarning)
+        every = DIFFormerClassifier(**kw, unlabelled=None).partial_fit(X, y,
+                                                                       classes=np.unique(y))
+    assert every.classes_.tolist() == [-1, 0, 1]
+
+
 # -- errors ----------------------------------------------------------------------------------
 def test_bad_inputs_are_clear_errors(planted):
     X, y, A = planted
