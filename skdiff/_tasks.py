@@ -58,6 +58,18 @@ def _without_marker(classes, marker):
     return classes[~marked]
 
 
+def _missing_labels(y):
+    """Boolean mask of the missing labels of ``y``: ``NaN`` in a float array; ``None``,
+    ``NaN`` or pandas' ``NA``/``NaT`` in an object array (a pandas column with gaps)."""
+    if y.dtype.kind == "f":
+        return np.isnan(y)
+    if y.dtype.kind != "O":
+        return np.zeros(y.shape[0], dtype=bool)
+    return np.array([v is None or type(v).__name__ in ("NAType", "NaTType")
+                     or (isinstance(v, (float, np.floating)) and np.isnan(v)) for v in y],
+                    dtype=bool)
+
+
 def _as_label_array(y):
     """``y`` as a 1-D array; a list mixing strings and numbers stays an object array (so the
     number ``-1`` is not turned into the string ``'-1'``)."""
@@ -92,6 +104,7 @@ class ClassifierTask(ClassifierMixin, EstimatorBase):
         """
         y = _as_label_array(y)
         marker = self._unlabelled_marker()
+        self._refuse_missing_labels(y, marker)
         unl = split_unlabelled(y, marker)
         labelled = y[~unl]
         if labelled.size == 0:
@@ -126,6 +139,31 @@ class ClassifierTask(ClassifierMixin, EstimatorBase):
         if weights is not None:
             weights = weights * self._class_weights(codes, ~unl)
         return codes, ~unl, codes, weights
+
+    def _refuse_missing_labels(self, y, marker):
+        """Refuse missing labels (``NaN``, ``None``) with the ways to keep or drop those rows
+        (they would otherwise read as a number among string labels, or fail as ``NaN``)."""
+        missing = _missing_labels(y)
+        if not missing.any():
+            return
+        at = np.flatnonzero(missing)
+        rows = ", ".join(str(i) for i in at[:5]) + (", ..." if at.size > 5 else "")
+        what = (f"y has {at.size} missing label{'s' if at.size > 1 else ''} (NaN/None) at "
+                + (f"rows [{rows}]; " if at.size > 1 else f"row {rows}; "))
+        if not hasattr(self, "unlabelled"):  # no unlabelled rows in this family
+            raise ValueError(what + f"{type(self).__name__} needs a label on every row: drop "
+                             "those rows.")
+        present = y[~missing]
+        strings = present.size > 0 and all(isinstance(v, str) for v in present)
+        if marker is not None and isinstance(marker, str) == strings:
+            keep = (f"fill them with {marker!r}, the `unlabelled` marker (e.g. "
+                    f"y.fillna({marker!r}) on a pandas Series), to keep them as unlabelled rows")
+        else:
+            fill = "" if strings else -1
+            keep = (f"fill them with a marker of the labels' kind and pass it as `unlabelled` "
+                    f"(e.g. y.fillna({fill!r}) on a pandas Series, with unlabelled={fill!r}) "
+                    "to keep them as unlabelled rows")
+        raise ValueError(what + f"drop those rows, or {keep}.")
 
     def _class_weights(self, codes, labelled):
         """Per-row factors from ``class_weight`` (``"balanced"``: n / (k * count of the class)

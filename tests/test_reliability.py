@@ -617,6 +617,44 @@ def test_label_and_target_type_mistakes_are_named(graph, series):
         NDPRegressor().fit(np.zeros((10, 1)), np.zeros(9))
 
 
+def test_missing_labels_are_named_with_the_ways_to_keep_or_drop_their_rows(graph):
+    # a pandas column of string labels with gaps holds NaN or None: named as missing labels
+    # (not as numbers among strings), with the marker of the labels' kind for DIFFormer
+    pd = pytest.importorskip("pandas")
+    Xg, yg, _ = graph
+    kw = dict(n_layers=1, hidden_dim=8, max_epochs=2, device="cpu", random_state=0)
+    names = pd.Series(np.array(["a", "b", "c"])[yg], dtype=object)
+    gaps = names.copy()
+    gaps[[3, 7, 8, 20, 41, 60]] = np.nan
+    gaps[7] = None
+    head = (r"^y has 6 missing labels \(NaN/None\) at rows \[3, 7, 8, 20, 41, \.\.\.\]; ")
+    with pytest.raises(ValueError, match=head + r"drop those rows, or fill them with a marker of "
+                       r"the labels' kind and pass it as `unlabelled` \(e\.g\. y\.fillna\(''\) "
+                       r"on a pandas Series, with unlabelled=''\) to keep them as unlabelled "
+                       r"rows\.$"):
+        DIFFormerClassifier(**kw).fit(Xg, gaps)
+    with pytest.raises(ValueError, match=head + r"drop those rows, or fill them with '\?', the "
+                       r"`unlabelled` marker"):
+        DIFFormerClassifier(**kw, unlabelled="?").fit(Xg, gaps)
+    with pytest.raises(ValueError, match=head + r"FlowformerClassifier needs a label on every "
+                       r"row: drop those rows\.$"):
+        FlowformerClassifier(**FLOW).fit(Xg, gaps)
+    with pytest.raises(ValueError, match=head):  # pandas' own string dtype (NA)
+        DIFFormerClassifier(**kw).fit(Xg, gaps.astype("string"))
+    # the spelling given keeps the rows as unlabelled ones
+    clf = DIFFormerClassifier(**kw, unlabelled="").fit(Xg, gaps.fillna(""))
+    assert clf.classes_.tolist() == ["a", "b", "c"]
+    # numeric labels with a NaN: the numeric marker
+    numbers = yg.astype(float)
+    numbers[5] = np.nan
+    with pytest.raises(ValueError, match=r"^y has 1 missing label \(NaN/None\) at row 5; drop "
+                       r"those rows, or fill them with -1, the `unlabelled` marker \(e\.g\. "
+                       r"y\.fillna\(-1\) on a pandas Series\), to keep them"):
+        DIFFormerClassifier(**kw).fit(Xg, numbers)
+    with pytest.raises(ValueError, match=r"unlabelled=-1\) to keep them"):
+        DIFFormerClassifier(**kw, unlabelled=None).fit(Xg, numbers)
+
+
 def test_a_weights_file_holding_code_is_not_loaded(tmp_path):
     import json
     import shutil
