@@ -128,8 +128,14 @@ class ClassifierTask(ClassifierMixin, EstimatorBase):
                 raise ValueError(f"y contains labels {unknown.tolist()} that are not in the "
                                  f"classes {classes.tolist()}; pass every class.")
         if classes.size < 2:
-            raise ValueError(f"y contains only one class ({classes[0]!r}) among the labelled "
-                             f"rows; {type(self).__name__} needs at least 2 classes.")
+            only = classes[0].item() if isinstance(classes[0], np.generic) else classes[0]
+            n_marked = int(unl.sum())
+            are, were = ("s are", "were") if n_marked > 1 else (" is", "was")
+            cause = (f" ({n_marked} row{are} {marker!r}, the `unlabelled` marker, and {were} "
+                     f"taken as unlabelled; pass unlabelled=None if {marker!r} is a class)"
+                     if n_marked else "")
+            raise ValueError(f"y contains only one class ({only!r}) among the labelled rows"
+                             f"{cause}; {type(self).__name__} needs at least 2 classes.")
         if not reset and not np.array_equal(classes, self.classes_):
             raise ValueError("warm_start=True or partial_fit needs the same classes as the "
                              f"previous fit ({self.classes_.tolist()}); got {classes.tolist()}.")

@@ -470,6 +470,31 @@ def test_partial_fit_drops_the_unlabelled_marker_from_classes():
     assert every.classes_.tolist() == [-1, 0, 1]
 
 
+def test_one_class_left_by_the_marker_names_the_marker():
+    # labels {-1, 1} (make_hastie_10_2): -1 is the unlabelled marker, which leaves one class;
+    # the error says so, with the class printed as a plain number
+    from sklearn.datasets import make_hastie_10_2
+
+    X, y = make_hastie_10_2(200, random_state=0)
+    kw = dict(n_layers=1, hidden_dim=8, max_epochs=2, device="cpu", random_state=0)
+    with pytest.warns(UserWarning, match="pass unlabelled=None"), \
+            pytest.raises(ValueError, match=r"^y contains only one class \(1\.0\) among the "
+                          r"labelled rows \(104 rows are -1, the `unlabelled` marker, and were "
+                          r"taken as unlabelled; pass unlabelled=None if -1 is a class\); "
+                          r"DIFFormerClassifier needs at least 2 classes\.$"):
+        DIFFormerClassifier(**kw).fit(X, y)
+    one = np.where(np.arange(200) == 0, -1, 1)
+    with pytest.warns(UserWarning, match="pass unlabelled=None"), \
+            pytest.raises(ValueError, match=r"^y contains only one class \(1\) among the "
+                          r"labelled rows \(1 row is -1, the `unlabelled` marker, and was "
+                          r"taken as "):
+        DIFFormerClassifier(**kw).fit(X, one)
+    with pytest.raises(ValueError, match=r"^y contains only one class \('a'\) among the "
+                       r"labelled rows; DIFFormerClassifier needs"):
+        DIFFormerClassifier(**kw).fit(X, np.array(["a"] * 200))
+    assert DIFFormerClassifier(**kw, unlabelled=None).fit(X, y).classes_.tolist() == [-1, 1]
+
+
 # -- errors ----------------------------------------------------------------------------------
 def test_bad_inputs_are_clear_errors(planted):
     X, y, A = planted
