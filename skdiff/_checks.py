@@ -51,12 +51,22 @@ class Interval(_Interval):
         return text.replace(" ", " finite ", 1) if self.finite else text
 
 
+#: packages whose frames a warning's ``stacklevel`` passes over to reach the user's line:
+#: skdiff, the scikit-learn meta-estimators and helpers that call it (a ``Pipeline``,
+#: ``cross_validate``) with joblib, which runs their fits, and skorch, which trains the
+#: networks
+_PASSED_OVER = frozenset({"skdiff", "sklearn", "joblib", "skorch"})
+
+
 def caller_stacklevel():
-    """``warnings.warn``'s ``stacklevel`` for the first frame outside skdiff, seen from the
-    function that calls this one: a warning then points at the user's line however deep
-    inside the package it is raised."""
+    """``warnings.warn``'s ``stacklevel`` for the first frame outside skdiff, scikit-learn,
+    joblib and skorch, seen from the function that calls this one: a warning then points at
+    the user's line however deep inside the package (or a ``Pipeline`` or
+    ``cross_validate`` around an estimator) it is raised. A stack of those packages alone
+    ends on its outermost frame."""
     frame, level = sys._getframe(1), 1
-    while frame is not None and frame.f_globals.get("__name__", "").split(".")[0] == "skdiff":
+    while frame.f_back is not None \
+            and frame.f_globals.get("__name__", "").split(".")[0] in _PASSED_OVER:
         frame, level = frame.f_back, level + 1
     return level
 
@@ -297,7 +307,7 @@ def split_unlabelled(y, unlabelled):
     return np.zeros(y.shape[0], dtype=bool)
 
 
-def warn_if_marker_looks_like_a_class(y, unlabelled_mask, unlabelled, stacklevel=4):
+def warn_if_marker_looks_like_a_class(y, unlabelled_mask, unlabelled):
     """Warn when the rows marked unlabelled look like a genuine class.
 
     Semi-supervised data usually marks *many* rows; a label set such as ``{-1, 1}`` or
@@ -317,4 +327,4 @@ def warn_if_marker_looks_like_a_class(y, unlabelled_mask, unlabelled, stacklevel
             f"{n_marked} rows have the label {unlabelled!r}, which marks unlabelled rows "
             f"(excluded from the loss), beside {counts.size} classes of "
             f"{counts.min()}-{counts.max()} rows: if {unlabelled!r} is a genuine class, pass "
-            "unlabelled=None.", UserWarning, stacklevel=stacklevel)
+            "unlabelled=None.", UserWarning, stacklevel=caller_stacklevel())

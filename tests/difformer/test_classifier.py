@@ -495,6 +495,24 @@ def test_one_class_left_by_the_marker_names_the_marker():
     assert DIFFormerClassifier(**kw, unlabelled=None).fit(X, y).classes_.tolist() == [-1, 1]
 
 
+def test_the_marker_looks_like_a_class_warning_points_at_the_callers_line():
+    # labels {-1, 0, 1} with -1 as frequent as the classes: the warning names this file (the
+    # caller's line) from fit, partial_fit, a Pipeline's fit and cross_val_score, not a
+    # line inside skdiff, scikit-learn or joblib
+    rng = np.random.RandomState(0)
+    X = rng.randn(60, 4)
+    y = np.arange(60) % 3 - 1
+    kw = dict(n_layers=1, hidden_dim=8, max_epochs=2, device="cpu", random_state=0)
+    calls = [lambda: DIFFormerClassifier(**kw).fit(X, y),
+             lambda: DIFFormerClassifier(**kw).partial_fit(X, y),
+             lambda: make_pipeline(StandardScaler(), DIFFormerClassifier(**kw)).fit(X, y),
+             lambda: cross_val_score(DIFFormerClassifier(**kw), X, y, cv=2)]
+    for n_fits, call in zip([1, 1, 1, 2], calls):
+        with pytest.warns(UserWarning, match="if -1 is a genuine class") as record:
+            call()
+        assert [w.filename for w in record] == [__file__] * n_fits
+
+
 # -- errors ----------------------------------------------------------------------------------
 def test_bad_inputs_are_clear_errors(planted):
     X, y, A = planted
