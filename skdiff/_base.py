@@ -883,9 +883,10 @@ class NeuralEstimatorBase(EstimatorBase):
 
         ``ceil(validation_fraction * n)`` of the candidate rows are held out (as
         :func:`~sklearn.model_selection.train_test_split` rounds), none when early stopping
-        is off (unless ``"auto"`` and :meth:`_holds_out_rows`) or fewer than two rows would
-        remain on either side; then early stopping monitors the training loss. A stratified
-        split falls back to a random one when a class has too few rows.
+        is off (unless ``"auto"`` and :meth:`_holds_out_rows`), when fewer than two training
+        rows would remain, or (classifiers) when a class would keep no training row; then
+        early stopping monitors the training loss. A stratified split falls back to a random
+        one when a class has too few rows.
         """
         rows = np.asarray(data.rows)
         self.early_stopping_ = self.early_stopping
@@ -901,7 +902,7 @@ class NeuralEstimatorBase(EstimatorBase):
         n_val = self._n_validation(data, n)
         hold_out = self.early_stopping_ or (self.early_stopping == "auto"
                                             and self._holds_out_rows(data))
-        if not hold_out or n_val < 1 or n - n_val < 1:
+        if not hold_out or n_val < 1 or n - n_val < 2:
             return rows, empty
         if self._split_policy == "last":
             return rows[:n - n_val], rows[n - n_val:]
@@ -914,6 +915,11 @@ class NeuralEstimatorBase(EstimatorBase):
                 stratify = data.strata
         tr, va = train_test_split(np.arange(n), test_size=n_val, stratify=stratify,
                                   random_state=self.seed_)
+        if data.strata is not None and \
+                np.unique(data.strata[tr]).size < np.unique(data.strata).size:
+            # a class held out whole (a class of one labelled row in a random split) would
+            # never be trained on: no split, as with too few rows
+            return rows, empty
         return rows[np.sort(tr)], rows[np.sort(va)]
 
     def _n_validation(self, data, n):

@@ -46,7 +46,8 @@ early_stopping : bool or "auto"
     Hold out ``validation_fraction`` of the labelled rows (how: see the class
     description), stop after ``n_iter_no_change`` epochs without a better validation
     score and restore the weights of the best epoch (skorch's
-    ``EarlyStopping(load_best=True)``). With too few rows for a validation split the
+    ``EarlyStopping(load_best=True)``). With too few rows for a validation split (fewer
+    than two training rows would remain, or a class would keep no training row) the
     training loss is monitored instead. ``"auto"`` (as in
     :class:`~sklearn.ensemble.HistGradientBoostingClassifier`): on from 10,000 labelled
     rows or with given validation rows, off otherwise, where a validation split stops on

@@ -152,6 +152,18 @@ def test_validation_fraction_k_over_n_holds_out_k_rows():
     np.testing.assert_array_equal(valid, np.arange(18, 25))
 
 
+def test_no_validation_split_that_leaves_fewer_than_two_training_rows():
+    # as documented: with too few rows for a split the training loss is monitored; a split
+    # that leaves two training rows is as before (policy "last": the last ceil(f * n) rows)
+    X = np.random.RandomState(0).normal(size=(4, 3))
+    est = _TinyRegressor(early_stopping=True, validation_fraction=0.5).fit(X, X[:, 0])
+    for n, train, valid in [(2, [0, 1], []), (3, [0, 1, 2], []), (4, [0, 1], [2, 3])]:
+        split = est._validation_rows(FitData(rows=np.arange(n)))
+        assert [part.tolist() for part in split] == [train, valid], n
+    two = _TinyRegressor(early_stopping=True, max_epochs=3).fit(X[:2], X[:2, 0])
+    assert "valid_loss" not in two.history_[-1]
+
+
 def test_the_conformal_quantile_covers_a_new_exchangeable_score_at_the_nominal_level():
     # 22 calibration scores and one new one, 40,000 times: the split-conformal bound (the
     # 21st smallest) holds the new score with probability 21/23 = 0.913, within

@@ -513,6 +513,38 @@ def test_the_marker_looks_like_a_class_warning_points_at_the_callers_line():
         assert [w.filename for w in record] == [__file__] * n_fits
 
 
+def test_early_stopping_on_two_rows_trains_on_both():
+    # a validation split of two rows would train on one row of one class (predicting
+    # [1, 0] for y = [0, 1]); with no split both rows train, as without early stopping
+    X = np.random.RandomState(0).randn(2, 4)
+    y = np.array([0, 1])
+    kw = dict(n_layers=1, hidden_dim=8, max_epochs=60, random_state=0, device="cpu")
+    stopped = DIFFormerClassifier(**kw, early_stopping=True).fit(X, y)
+    plain = DIFFormerClassifier(**kw, early_stopping=False).fit(X, y)
+    assert stopped.predict(X).tolist() == plain.predict(X).tolist() == [0, 1]
+    assert "valid_loss" not in stopped.history_[-1]
+
+
+def test_no_validation_split_that_holds_out_a_class_whole():
+    # 30 labelled rows, one of them the only row of class 2 (too few to stratify): the
+    # random split of seed 5 holds it out, so that seed falls back to no split; the splits
+    # that keep every class are train_test_split's as before
+    from sklearn.model_selection import train_test_split
+
+    from skdiff._base import FitData
+
+    strata = np.r_[np.zeros(15, int), np.ones(14, int), 2]
+    clf = DIFFormerClassifier(early_stopping=True)
+    for seed in range(10):
+        clf.seed_ = seed
+        train, valid = clf._validation_rows(FitData(rows=np.arange(30), strata=strata))
+        tr, va = train_test_split(np.arange(30), test_size=3, random_state=seed)
+        if 29 in va:
+            assert seed == 5 and train.tolist() == list(range(30)) and valid.size == 0
+        else:
+            assert train.tolist() == sorted(tr) and valid.tolist() == sorted(va)
+
+
 # -- errors ----------------------------------------------------------------------------------
 def test_bad_inputs_are_clear_errors(planted):
     X, y, A = planted

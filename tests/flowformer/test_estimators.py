@@ -459,6 +459,19 @@ def test_early_stopping_holds_out_the_last_rows():
     assert np.mean((z - yz) ** 2) == pytest.approx(min(valid), rel=1e-4)
 
 
+def test_classifier_early_stopping_on_two_rows_trains_on_both():
+    # a validation split of two rows would train on one row of one class (predicting
+    # [1, 0] for y = [0, 1]); with no split both rows train, as without early stopping
+    X = np.random.RandomState(0).randn(2, 4)
+    y = np.array([0, 1])
+    kw = dict(n_layers=1, hidden_dim=8, n_heads=2, max_epochs=60, random_state=0,
+              device="cpu")
+    stopped = FlowformerClassifier(**kw, early_stopping=True).fit(X, y)
+    plain = FlowformerClassifier(**kw, early_stopping=False).fit(X, y)
+    assert stopped.predict(X).tolist() == plain.predict(X).tolist() == [0, 1]
+    assert "valid_loss" not in stopped.history_[-1]
+
+
 def test_sklearn_composition(waves, tmp_path):
     X, y = waves
     X, y = X[:120], y[:120]
