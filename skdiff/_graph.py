@@ -55,6 +55,16 @@ def check_adjacency(adjacency, n, *, name="adjacency", what="rows of X", symmetr
                          f"e.g. the moduli, abs({name})).")
     if sp.issparse(adjacency):
         A = sp.csr_matrix(adjacency, dtype=np.float64)
+        # a CSR input (matrix or array) keeps its arrays in A (all three at float64, the
+        # index arrays at another dtype), and the checks below edit A in place
+        # (eliminate_zeros): each array still shared is copied, so the caller's matrix is
+        # left as it was; arrays a conversion made are not copied again
+        given = [v for v in (getattr(adjacency, k, None) for k in ("data", "indices",
+                                                                   "indptr", "row", "col"))
+                 if isinstance(v, np.ndarray)]
+        for key in ("data", "indices", "indptr"):
+            if any(np.may_share_memory(getattr(A, key), v) for v in given):
+                setattr(A, key, getattr(A, key).copy())
     else:
         try:
             A = np.asarray(adjacency, dtype=np.float64)

@@ -402,6 +402,40 @@ def test_check_adjacency_errors_and_symmetrisation():
                                    f"bool {bool(flag)}.")
 
 
+def test_validating_an_adjacency_leaves_the_callers_sparse_matrix_as_it_was():
+    # explicit zeros are dropped from the validated copy only: the caller's arrays (which a
+    # CSR input would share with it) keep every entry, for every sparse format
+    import scipy.sparse as sp
+
+    from skdiff import DIFFormerClassifier, FlowformerRegressor, Graph
+
+    def with_zeros(n):
+        rows = np.r_[np.arange(n - 1), np.arange(1, n), 0, 5]
+        cols = np.r_[np.arange(1, n), np.arange(n - 1), 7, 9]
+        A = sp.csr_matrix((np.r_[np.ones(2 * (n - 1)), 0.0, 0.0], (rows, cols)), shape=(n, n))
+        return sp.csr_matrix((A.data, A.indices, A.indptr), shape=(n, n))
+
+    rng = np.random.RandomState(0)
+    X, Xs = rng.normal(size=(40, 4)), rng.normal(size=(20, 16, 12))  # 40 rows, 12 channels
+    kw = dict(n_layers=1, hidden_dim=8, max_epochs=1, device="cpu", random_state=0)
+    calls = [(40, lambda M: check_adjacency(M, 40)), (40, lambda M: Graph(X, M)),
+             (40, lambda M: DIFFormerClassifier(**kw).fit(X, np.arange(40) % 2, adjacency=M)),
+             (12, lambda M: FlowformerRegressor(**kw, n_heads=2).fit(Xs, Xs[:, -1, 0],
+                                                                     adjacency=M))]
+    forms = [lambda A: A, lambda A: A.astype(np.int64), sp.csc_matrix, sp.coo_matrix,
+             sp.csr_array]
+    for form in forms:
+        for n, call in calls:
+            M = form(with_zeros(n))
+            kept = {k: getattr(M, k).copy() for k in ("data", "indices", "indptr", "row",
+                                                      "col") if hasattr(M, k)}
+            call(M)
+            assert M.nnz == 2 * n  # its two explicit zeros among them
+            for key, values in kept.items():
+                np.testing.assert_array_equal(getattr(M, key), values)
+    assert check_adjacency(with_zeros(40), 40).nnz == 78  # the validated copy drops them
+
+
 def test_graph_repr_counts_a_self_loop_as_one_edge():
     from skdiff import Graph
 
