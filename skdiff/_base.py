@@ -883,10 +883,11 @@ class NeuralEstimatorBase(EstimatorBase):
 
         ``ceil(validation_fraction * n)`` of the candidate rows are held out (as
         :func:`~sklearn.model_selection.train_test_split` rounds), none when early stopping
-        is off (unless ``"auto"`` and :meth:`_holds_out_rows`), when fewer than two training
-        rows would remain, or (classifiers) when a class would keep no training row; then
-        early stopping monitors the training loss. A stratified split falls back to a random
-        one when a class has too few rows.
+        is off (unless ``"auto"`` and :meth:`_holds_out_rows`) or when fewer than two
+        training rows would remain; then early stopping monitors the training loss. A
+        stratified split falls back to a random one when a class has too few rows; the rows
+        of a class that such a split would hold out whole (classifiers) stay on the training
+        side.
         """
         rows = np.asarray(data.rows)
         self.early_stopping_ = self.early_stopping
@@ -915,11 +916,14 @@ class NeuralEstimatorBase(EstimatorBase):
                 stratify = data.strata
         tr, va = train_test_split(np.arange(n), test_size=n_val, stratify=stratify,
                                   random_state=self.seed_)
-        if data.strata is not None and \
-                np.unique(data.strata[tr]).size < np.unique(data.strata).size:
+        if data.strata is not None:
             # a class held out whole (a class of one labelled row in a random split) would
-            # never be trained on: no split, as with too few rows
-            return rows, empty
+            # never be trained on: its rows go back to the training side
+            back = ~np.isin(data.strata[va], data.strata[tr])
+            if back.any():
+                tr, va = np.concatenate([tr, va[back]]), va[~back]
+                if va.size == 0:
+                    return rows, empty
         return rows[np.sort(tr)], rows[np.sort(va)]
 
     def _n_validation(self, data, n):

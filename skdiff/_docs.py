@@ -47,8 +47,9 @@ early_stopping : bool or "auto"
     description), stop after ``n_iter_no_change`` epochs without a better validation
     score and restore the weights of the best epoch (skorch's
     ``EarlyStopping(load_best=True)``). With too few rows for a validation split (fewer
-    than two training rows would remain, or a class would keep no training row) the
-    training loss is monitored instead. ``"auto"`` (as in
+    than two training rows would remain) the training loss is monitored instead; a class
+    that the split would hold out whole (too few rows to stratify) keeps its rows on the
+    training side. ``"auto"`` (as in
     :class:`~sklearn.ensemble.HistGradientBoostingClassifier`): on from 10,000 labelled
     rows or with given validation rows, off otherwise, where a validation split stops on
     noise more often than it saves epochs and ``max_epochs`` with weight decay generalises

@@ -525,10 +525,10 @@ def test_early_stopping_on_two_rows_trains_on_both():
     assert "valid_loss" not in stopped.history_[-1]
 
 
-def test_no_validation_split_that_holds_out_a_class_whole():
+def test_a_class_the_split_would_hold_out_whole_stays_on_the_training_side():
     # 30 labelled rows, one of them the only row of class 2 (too few to stratify): the
-    # random split of seed 5 holds it out, so that seed falls back to no split; the splits
-    # that keep every class are train_test_split's as before
+    # random split of seed 5 holds it out, so that row goes back to the training side; the
+    # splits that keep every class are train_test_split's as before
     from sklearn.model_selection import train_test_split
 
     from skdiff._base import FitData
@@ -540,7 +540,8 @@ def test_no_validation_split_that_holds_out_a_class_whole():
         train, valid = clf._validation_rows(FitData(rows=np.arange(30), strata=strata))
         tr, va = train_test_split(np.arange(30), test_size=3, random_state=seed)
         if 29 in va:
-            assert seed == 5 and train.tolist() == list(range(30)) and valid.size == 0
+            assert seed == 5 and train.tolist() == sorted([*tr, 29])
+            assert valid.tolist() == sorted(set(va) - {29})
         else:
             assert train.tolist() == sorted(tr) and valid.tolist() == sorted(va)
 
