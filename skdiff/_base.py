@@ -699,7 +699,7 @@ class EstimatorBase(BaseEstimator):
             warnings.warn(f"{os.fspath(path)!r} holds a plain pickle of a {cls.__name__}, not "
                           "a file written by save: the skdiff version that wrote it is unknown. "
                           "Check its predictions before relying on them.", UserWarning,
-                          stacklevel=2)
+                          stacklevel=caller_stacklevel())
             return saved
         est = saved.get("estimator") if isinstance(saved, dict) else saved
         if not isinstance(est, BaseEstimator):
@@ -713,7 +713,7 @@ class EstimatorBase(BaseEstimator):
         if saved.get("skdiff_version") != __version__:
             warnings.warn(f"{path} was written by skdiff {saved.get('skdiff_version')}; this is "
                           f"skdiff {__version__}. Check its predictions before relying on them.",
-                          UserWarning, stacklevel=2)
+                          UserWarning, stacklevel=caller_stacklevel())
         return est
 
     def __getstate__(self):
@@ -1154,7 +1154,7 @@ class NeuralEstimatorBase(EstimatorBase):
             warnings.warn(
                 f"Training was interrupted (KeyboardInterrupt) during epoch {interrupted}; "
                 f"{type(self).__name__} keeps the best weights so far.", UserWarning,
-                stacklevel=4)
+                stacklevel=caller_stacklevel())
         return interrupted is not None
 
     def _check_divergence(self, start, init_scale):

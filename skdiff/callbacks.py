@@ -25,7 +25,7 @@ from sklearn.base import BaseEstimator, ClassifierMixin, RegressorMixin
 from sklearn.metrics import get_scorer
 from skorch.callbacks import Callback
 
-from ._checks import Interval
+from ._checks import Interval, caller_stacklevel
 from ._engine import training_loss
 
 __all__ = ["EpochScoring", "RestoreLowestLoss", "WeightAveraging"]
@@ -129,7 +129,7 @@ class EpochScoring(Callback):
                 f"EpochScoring({self.scoring!r}) scores the validation rows, and this fit has "
                 "none (early_stopping is off, or 'auto' turned it off for this data). Set "
                 "early_stopping=True, or on_train=True to score the training rows.",
-                UserWarning, stacklevel=2)
+                UserWarning, stacklevel=caller_stacklevel())
 
     def on_epoch_begin(self, net, **kwargs):
         self._reset()

@@ -148,9 +148,16 @@ def test_skorch_callbacks_work_and_scoring_counts_labelled_rows(sequences, graph
     assert "valid_accuracy" in clf.history_[-1]
     Xg, yg, A = graph
     y_semi = np.where(np.arange(90) % 2 == 0, yg, -1)
-    with pytest.warns(UserWarning, match="scores the validation rows, and this fit has none"):
+    with pytest.warns(UserWarning,
+                      match="scores the validation rows, and this fit has none") as record:
         DIFFormerClassifier(**DIF, callbacks=[EpochScoring("accuracy")]).fit(
             Xg, y_semi, adjacency=A)  # early_stopping="auto": no validation rows here
+    assert record[0].filename == __file__  # the caller's line, not skorch's
+    with pytest.warns(UserWarning, match="scores the validation rows") as record:
+        make_pipeline(StandardScaler(), FlowformerClassifier(
+            **{**FLOW, "max_epochs": 1}, early_stopping=False,
+            callbacks=[EpochScoring("accuracy")])).fit(X, y)
+    assert record[0].filename == __file__
     clf = DIFFormerClassifier(**DIF, early_stopping=True,  # validation rows to score
                               callbacks=[EpochScoring("accuracy")]).fit(Xg, y_semi, adjacency=A)
     np.testing.assert_allclose(clf.history_[:, "valid_accuracy"], clf.history_[:, "valid_acc"])
@@ -257,8 +264,9 @@ def test_save_and_load_restore_everything(sequences, tmp_path):
             FlowformerRegressor.load(tmp_path / name)
     with open(tmp_path / "plain.pkl", "wb") as fh:  # a plain pickle loads, with a warning
         pickle.dump(reg, fh)
-    with pytest.warns(UserWarning, match="holds a plain pickle of a FlowformerRegressor"):
+    with pytest.warns(UserWarning, match="holds a plain pickle of a FlowformerRegressor") as rec:
         loaded = FlowformerRegressor.load(tmp_path / "plain.pkl")
+    assert rec[0].filename == __file__
     np.testing.assert_array_equal(loaded.predict(X), reg.predict(X))
     # a plain pickle of another estimator is refused as a saved one is; other objects by type
     with pytest.raises(TypeError, match="holds a FlowformerRegressor, not a "

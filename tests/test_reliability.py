@@ -17,6 +17,8 @@ import pytest
 import torch
 from sklearn.base import clone
 from sklearn.exceptions import NotFittedError
+from sklearn.pipeline import make_pipeline
+from sklearn.preprocessing import FunctionTransformer
 from skorch.callbacks import Callback
 
 from skdiff import (
@@ -216,17 +218,27 @@ def test_a_failed_first_fit_leaves_an_unfitted_estimator(series):
 # -- interruption ------------------------------------------------------------------------------
 def test_an_interrupt_ends_training_keeps_the_best_weights_and_says_so(series):
     X, y = series
-    with pytest.warns(UserWarning, match="interrupted .* during epoch 3.*best weights"):
+    with pytest.warns(UserWarning, match="interrupted .* during epoch 3.*best weights") as rec:
         reg = FlowformerRegressor(**{**FLOW, "max_epochs": 20},
                                   callbacks=[_InterruptAt(3)]).fit(X, y)
+    assert rec[0].filename == __file__  # the warning points at the caller's line
     assert len(reg.history_) == 3
     best = int(np.argmin(reg.history_[:, "valid_loss"]))
     assert reg.history_[best, "valid_loss_best"]
     # one interrupt stops every initialisation of n_init
-    with pytest.warns(UserWarning, match="interrupted"):
+    with pytest.warns(UserWarning, match="interrupted") as rec:
         reg = FlowformerRegressor(**{**FLOW, "max_epochs": 20}, n_init=3,
                                   callbacks=[_InterruptAt(2)]).fit(X, y)
     assert reg.init_scores_.shape == (1,)
+    assert rec[0].filename == __file__
+    # through a Pipeline, and from partial_fit, it points at the caller's line too
+    with pytest.warns(UserWarning, match="interrupted") as rec:
+        make_pipeline(FunctionTransformer(), FlowformerRegressor(
+            **{**FLOW, "max_epochs": 20}, callbacks=[_InterruptAt(1)])).fit(X, y)
+    assert rec[0].filename == __file__
+    with pytest.warns(UserWarning, match="interrupted") as rec:
+        FlowformerRegressor(**FLOW, callbacks=[_InterruptAt(1)]).partial_fit(X, y)
+    assert rec[0].filename == __file__
 
 
 def test_early_stopping_is_not_an_interrupt(series):
@@ -334,8 +346,12 @@ def test_a_corrupt_cache_entry_is_discarded_and_rebuilt(tmp_path):
     good = pt.read_bytes()
     pt.write_bytes(good[: len(good) // 2])  # a truncated file
     _MEMORY.clear()
-    with pytest.warns(UserWarning, match="unusable .* discarded and trained again"):
-        assert _fit_tiny_prior(tmp_path) == files
+    X = np.linspace(0, 1, 5)[:, None]
+    with pytest.warns(UserWarning, match="unusable .* discarded and trained again") as rec:
+        make_pipeline(FunctionTransformer(),
+                      NDPRegressor(**_TINY_PRIOR, cache_dir=tmp_path)).fit(X, X[:, 0])
+    assert rec[0].filename == __file__  # the warning points at the caller's line
+    assert sorted(p.name for p in tmp_path.glob("prior_*")) == files
     assert pt.read_bytes() == good  # rebuilt, bit for bit (same seed and steps)
     # a manifest that is JSON but not an object is discarded the same way
     js = pt.with_suffix(".json")

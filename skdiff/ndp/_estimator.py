@@ -505,7 +505,7 @@ class NDPRegressor(RegressorMixin, EstimatorBase):
                 f"{self.x_bounds_.tolist()}); the prior was never trained there, and even "
                 "the predictions at those points are extrapolations. Widen 'x_bounds' to "
                 "cover the training points, or leave it None to map the training and query "
-                "points of each call into the domain.", UserWarning, stacklevel=4)
+                "points of each call into the domain.", UserWarning, stacklevel=caller_stacklevel())
 
     def _set_target_scale(self, y, values):
         """``y_mean_`` and ``y_std_``: the standardisation of ``y`` (identity without
@@ -559,7 +559,7 @@ class NDPRegressor(RegressorMixin, EstimatorBase):
         warnings.warn(
             f"{n} training points exceed max_context={self.max_context}; a random subset of "
             f"{self.max_context} is used as the context. Raise 'max_context' to use more (cost "
-            "grows quadratically).", UserWarning, stacklevel=4)
+            "grows quadratically).", UserWarning, stacklevel=caller_stacklevel())
         return np.sort(np.random.RandomState(seed).choice(n, self.max_context, replace=False))
 
     def _get_prior(self, n_dims, seed):
@@ -785,7 +785,7 @@ class NDPRegressor(RegressorMixin, EstimatorBase):
             warnings.warn(
                 f"alpha={self.alpha!r} is not applied: the context's GP needs at least 3 "
                 "points and non-constant inputs and y. The samples treat the context as "
-                "observed with the prior's noise.", UserWarning, stacklevel=4)
+                "observed with the prior's noise.", UserWarning, stacklevel=caller_stacklevel())
             return 0.0
         if gp is None or not np.isfinite(prior_noise):
             return 0.0
@@ -937,7 +937,7 @@ class NDPRegressor(RegressorMixin, EstimatorBase):
                     "The prior's family never reached there: train it on functions that do."
                     if self.prior_config_.from_functions and self.x_bounds is None else
                     "Widen 'x_bounds', or leave it None to map each call's query points into "
-                    "the domain."), UserWarning, stacklevel=3)
+                    "the domain."), UserWarning, stacklevel=caller_stacklevel())
         return Zc, Z, X
 
     def _far_outside(self, Z):

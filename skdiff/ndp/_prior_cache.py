@@ -22,6 +22,7 @@ from pathlib import Path
 import torch
 from filelock import FileLock
 
+from .._checks import caller_stacklevel
 from .._engine import atomic_write
 
 __all__ = ["default_cache_dir", "pretrained_prior", "trained_prior"]
@@ -96,7 +97,7 @@ def _nearest_dims(dims, n_dims, what):
         f"No pretrained prior {what} for {n_dims} input dimensions (available: {dims}); "
         f"using the {use}-D prior's network, which accepts any number of dimensions but was "
         f"not trained for {n_dims}. Set pretrained=False to train a {n_dims}-D prior.",
-        UserWarning, stacklevel=5)
+        UserWarning, stacklevel=caller_stacklevel())
     return use
 
 
@@ -127,7 +128,7 @@ def _load_entry(pt, js, source, config, device):
     except (ValueError, KeyError, RuntimeError, OSError, json.JSONDecodeError,
             pickle.UnpicklingError) as exc:
         warnings.warn(f"The cached prior {pt} is unusable ({str(exc).strip()}); it is "
-                      "discarded and trained again.", UserWarning, stacklevel=5)
+                      "discarded and trained again.", UserWarning, stacklevel=caller_stacklevel())
         for f in (pt, js):
             f.unlink(missing_ok=True)
         return None

@@ -46,8 +46,12 @@ def test_a_query_far_outside_x_bounds_leaves_the_other_rows_as_they_are(fitted, 
     mixed = np.insert(inside, 1, [[30.0]], axis=0)
     with pytest.warns(UserWarning, match="far outside 'x_bounds'"):
         mean_m, std_m = fitted.predict(mixed, return_std=True)
-    with pytest.warns(UserWarning, match="far outside 'x_bounds'"):
+    with pytest.warns(UserWarning, match="far outside 'x_bounds'") as caught:
         draws_m = fitted.sample_posterior(mixed, n_samples=4, random_state=1)
+    assert caught[0].filename == __file__  # the caller's line, from each method
+    with pytest.warns(UserWarning, match="far outside 'x_bounds'") as caught:
+        fitted.score(mixed, np.zeros(len(mixed)))
+    assert caught[0].filename == __file__
     keep = [0, 2, 3]
     for got, want in ((mean_m[keep], mean), (std_m[keep], std), (draws_m[keep], draws)):
         np.testing.assert_allclose(got, want, rtol=1e-12, atol=1e-12)
@@ -203,8 +207,10 @@ def test_bad_input(data):
     with pytest.warns(UserWarning, match="far outside 'x_bounds'"):
         clone(fitted).set_params(x_bounds=(-2, 2)).fit(X, y).predict(Xt[:2] + 50)
     with pytest.warns(UserWarning, match=r"9 of the 9 training points lie far outside "
-                                         r"'x_bounds' .*Widen 'x_bounds' to cover"):
-        clone(est).set_params(x_bounds=(10, 20)).fit(X, y)
+                                         r"'x_bounds' .*Widen 'x_bounds' to cover") as caught:
+        make_pipeline(StandardScaler(with_std=False),
+                      clone(est).set_params(x_bounds=(10, 20))).fit(X, y)
+    assert caught[0].filename == __file__  # the caller's line, through a Pipeline
     with warnings.catch_warnings():
         warnings.simplefilter("error")  # inside, or within an eighth of the width: no warning
         clone(est).set_params(x_bounds=(X.min() + 0.1, X.max())).fit(X, y)
@@ -215,17 +221,20 @@ def test_bad_input(data):
     with pytest.raises(ValueError, match="'prior' must be a registered prior"):
         NDPRegressor(prior="nope", **FAST).fit(X, y)
     X7 = np.ones((5, 7)) * np.arange(5)[:, None]
-    with pytest.warns(UserWarning, match="No pretrained prior 'gp' for 7 input dimensions"):
+    with pytest.warns(UserWarning, match="No pretrained prior 'gp' for 7 input dimensions") \
+            as caught:
         assert NDPRegressor(**FAST).fit(X7, np.arange(5.0)).predict(X7[:2]).shape == (2,)
+    assert caught[0].filename == __file__
     with pytest.raises(ValueError, match="joint=True needs n_samples"):
         fitted.log_likelihood(np.r_[Xt, Xt], np.zeros(2 * len(Xt)), joint=True)
 
 
 def test_max_context_subsamples_with_warning(data):
     X, y, _, _ = data
-    with pytest.warns(UserWarning, match="max_context"):
+    with pytest.warns(UserWarning, match="max_context") as caught:
         est = NDPRegressor(max_context=5, random_state=0, **FAST).fit(X, y)
     assert est.X_train_.shape == (5, 1)
+    assert caught[0].filename == __file__
 
 
 def test_pickle_clone_pipeline_gridsearch(fitted, data):
@@ -617,8 +626,10 @@ def test_alpha_noisy_context_is_smoothed_through():
     with pytest.raises(ValueError, match="alpha"):
         NDPRegressor(alpha=-1.0).fit(Xc, yc)
     # too few points for the context's GP: a given alpha is not applied, and says so
-    with pytest.warns(UserWarning, match=r"alpha=0.1 is not applied: the context's GP needs"):
+    with pytest.warns(UserWarning,
+                      match=r"alpha=0.1 is not applied: the context's GP needs") as caught:
         two = NDPRegressor(alpha=0.1, **FAST).fit(Xc[:2], yc[:2])
+    assert caught[0].filename == __file__
     assert two.alpha_ == 0.0 and two.context_posterior_ is None
 
 
