@@ -310,10 +310,18 @@ def split_unlabelled(y, unlabelled):
 def warn_if_marker_looks_like_a_class(y, unlabelled_mask, unlabelled):
     """Warn when the rows marked unlabelled look like a genuine class.
 
-    Semi-supervised data usually marks *many* rows; a label set such as ``{-1, 1}`` or
-    ``{-1, 0, 1}`` in which the marked rows are about as frequent as the classes is more
-    likely a genuine class ``-1``. String classes beside a numeric marker
-    (``["a", -1, "b"]``) draw no warning: the marker cannot be one of them.
+    Semi-supervised data usually marks *many* rows, and data with a few missing labels
+    (``y.fillna(-1)``) marks a few; a label set such as ``{-1, 1}`` or ``{-1, 0, 1}`` in
+    which the marked rows are about as frequent as the classes is more likely a genuine
+    class ``-1``. The warning is given when there are at most three classes and the number
+    of marked rows lies within a factor of two of the class sizes: at most twice the
+    largest class, and at least half the mean class size (the labelled rows over the
+    classes), and at least 2 rows. So labels ``{-1, 1}`` with about half the rows ``-1``
+    (:func:`~sklearn.datasets.make_hastie_10_2`) warn, while three unlabelled rows for
+    each labelled one, or 1 marked row among 40 labelled ones (or 40 among 1,000), do
+    not: a single marked row is a missing label, not a class that can be recognised.
+    String classes beside a numeric marker (``["a", -1, "b"]``) draw no warning: the
+    marker cannot be one of them.
     """
     n_marked = int(unlabelled_mask.sum())
     if n_marked == 0 or n_marked == unlabelled_mask.size:
@@ -322,9 +330,16 @@ def warn_if_marker_looks_like_a_class(y, unlabelled_mask, unlabelled):
     if labelled.dtype.kind == "O" and all(isinstance(v, str) for v in labelled):
         return
     _, counts = np.unique(labelled, return_counts=True)
-    if counts.size <= 3 and n_marked <= 2 * counts.max():
-        warnings.warn(
-            f"{n_marked} rows have the label {unlabelled!r}, which marks unlabelled rows "
-            f"(excluded from the loss), beside {counts.size} classes of "
-            f"{counts.min()}-{counts.max()} rows: if {unlabelled!r} is a genuine class, pass "
-            "unlabelled=None.", UserWarning, stacklevel=caller_stacklevel())
+    mean_class = labelled.size / counts.size
+    if counts.size > 3 or n_marked < 2 or n_marked < mean_class / 2 \
+            or n_marked > 2 * counts.max():
+        return
+    sizes = (f"{counts.min()}" if counts.min() == counts.max()
+             else f"{counts.min()}-{counts.max()}")
+    classes = (f"1 class of {sizes} rows" if counts.size == 1 else
+               f"{counts.size} classes of {sizes} rows"
+               + (" each" if counts.min() == counts.max() else ""))
+    warnings.warn(
+        f"{n_marked} rows have the label {unlabelled!r}, which marks unlabelled rows "
+        f"(excluded from the loss), beside {classes}: if {unlabelled!r} is a genuine class, "
+        "pass unlabelled=None.", UserWarning, stacklevel=caller_stacklevel())

@@ -841,7 +841,8 @@ class DIFFormerClassifier(ClassifierTask, _DIFFormerBase):
     unlabelled : int, str or None, default=-1
         The label that marks unlabelled rows (scikit-learn's semi-supervised convention).
         ``None``: every row is labelled, so ``-1`` is an ordinary class. A warning is given
-        when the marked rows look like a genuine class (e.g. labels ``{-1, 1}``).
+        when the marked rows look like a genuine class: about as frequent as the classes
+        (e.g. labels ``{-1, 1}``), not a few marked rows among many labelled ones.
     %(class_weight)s
     n_neighbors : "auto", int or None, default="auto"
         A graph for a fit without one: the ``n_neighbors`` nearest neighbours of every row

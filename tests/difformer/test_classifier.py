@@ -477,22 +477,68 @@ def test_one_class_left_by_the_marker_names_the_marker():
 
     X, y = make_hastie_10_2(200, random_state=0)
     kw = dict(n_layers=1, hidden_dim=8, max_epochs=2, device="cpu", random_state=0)
-    with pytest.warns(UserWarning, match="pass unlabelled=None"), \
+    with pytest.warns(UserWarning, match="pass unlabelled=None") as record, \
             pytest.raises(ValueError, match=r"^y contains only one class \(1\.0\) among the "
                           r"labelled rows \(104 rows are -1, the `unlabelled` marker, and were "
                           r"taken as unlabelled; pass unlabelled=None if -1 is a class\); "
                           r"DIFFormerClassifier needs at least 2 classes\.$"):
         DIFFormerClassifier(**kw).fit(X, y)
+    assert str(record[0].message) == (
+        "104 rows have the label -1, which marks unlabelled rows (excluded from the loss), "
+        "beside 1 class of 96 rows: if -1 is a genuine class, pass unlabelled=None.")
+    # one marked row is a missing label, not a class: no warning, the error names the marker
     one = np.where(np.arange(200) == 0, -1, 1)
-    with pytest.warns(UserWarning, match="pass unlabelled=None"), \
-            pytest.raises(ValueError, match=r"^y contains only one class \(1\) among the "
-                          r"labelled rows \(1 row is -1, the `unlabelled` marker, and was "
-                          r"taken as "):
-        DIFFormerClassifier(**kw).fit(X, one)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", UserWarning)
+        with pytest.raises(ValueError, match=r"^y contains only one class \(1\) among the "
+                           r"labelled rows \(1 row is -1, the `unlabelled` marker, and was "
+                           r"taken as "):
+            DIFFormerClassifier(**kw).fit(X, one)
     with pytest.raises(ValueError, match=r"^y contains only one class \('a'\) among the "
                        r"labelled rows; DIFFormerClassifier needs"):
         DIFFormerClassifier(**kw).fit(X, np.array(["a"] * 200))
     assert DIFFormerClassifier(**kw, unlabelled=None).fit(X, y).classes_.tolist() == [-1, 1]
+
+
+def test_the_marker_warns_only_when_as_frequent_as_a_class():
+    # the marked rows within a factor of two of the class sizes (at most twice the largest,
+    # at least half the mean, at least 2 rows) look like a genuine class; a few marked rows
+    # among many labelled ones are missing labels (y.fillna(-1)) and draw no warning
+    from sklearn.datasets import make_hastie_10_2
+
+    from skdiff._checks import split_unlabelled, warn_if_marker_looks_like_a_class
+
+    def messages(y, marker=-1):
+        y = np.asarray(y)
+        with warnings.catch_warnings(record=True) as record:
+            warnings.simplefilter("always")
+            warn_if_marker_looks_like_a_class(y, split_unlabelled(y, marker), marker)
+        return [str(w.message) for w in record]
+
+    _, hastie = make_hastie_10_2(random_state=0)  # 6068 of the 12000 rows are -1
+    assert messages(hastie) == [
+        "6068 rows have the label -1, which marks unlabelled rows (excluded from the loss), "
+        "beside 1 class of 5932 rows: if -1 is a genuine class, pass unlabelled=None."]
+    assert messages(np.arange(60) % 3 - 1) == [
+        "20 rows have the label -1, which marks unlabelled rows (excluded from the loss), "
+        "beside 2 classes of 20 rows each: if -1 is a genuine class, pass unlabelled=None."]
+    assert messages(np.r_[[-1] * 12, [0] * 8, [1] * 16]) == [
+        "12 rows have the label -1, which marks unlabelled rows (excluded from the loss), "
+        "beside 2 classes of 8-16 rows: if -1 is a genuine class, pass unlabelled=None."]
+    one_of_40 = np.arange(40) % 2
+    one_of_40[7] = -1  # 1 marked row beside classes of 20 and 19
+    forty_of_1000 = np.arange(1000) % 3
+    forty_of_1000[:40] = -1  # 40 marked rows beside classes of 320
+    three_of_108 = np.r_[[-1] * 3, [0] * 5, [1] * 100]
+    for y in (one_of_40, forty_of_1000, three_of_108):
+        assert messages(y) == []
+    # through fit: 1 marked row of 40 trains without a warning
+    X = np.random.RandomState(0).randn(40, 4)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", UserWarning)
+        clf = DIFFormerClassifier(n_layers=1, hidden_dim=8, max_epochs=2, device="cpu",
+                                  random_state=0).fit(X, one_of_40)
+    assert clf.classes_.tolist() == [0, 1]
 
 
 def test_the_marker_looks_like_a_class_warning_points_at_the_callers_line():
