@@ -314,12 +314,13 @@ def warn_if_marker_looks_like_a_class(y, unlabelled_mask, unlabelled):
     (``y.fillna(-1)``) marks a few; a label set such as ``{-1, 1}`` or ``{-1, 0, 1}`` in
     which the marked rows are about as frequent as the classes is more likely a genuine
     class ``-1``. The warning is given when there are at most three classes and the number
-    of marked rows lies within a factor of two of the class sizes: at most twice the
-    largest class, and at least half the mean class size (the labelled rows over the
+    of marked rows lies among the class sizes: at most twice the largest class, at least
+    as many as the smallest class or half the mean class size (the labelled rows over the
     classes), and at least 2 rows. So labels ``{-1, 1}`` with about half the rows ``-1``
-    (:func:`~sklearn.datasets.make_hastie_10_2`) warn, while three unlabelled rows for
-    each labelled one, or 1 marked row among 40 labelled ones (or 40 among 1,000), do
-    not: a single marked row is a missing label, not a class that can be recognised.
+    (:func:`~sklearn.datasets.make_hastie_10_2`) warn, as do 30 rows ``-1`` beside classes
+    of 30 and 300, while three unlabelled rows for each labelled one, or 1 marked row among
+    40 labelled ones (or 40 among 1,000 in classes of 320), do not: a single marked row is
+    a missing label, not a class that can be recognised.
     String classes beside a numeric marker (``["a", -1, "b"]``) draw no warning: the
     marker cannot be one of them.
     """
@@ -331,7 +332,7 @@ def warn_if_marker_looks_like_a_class(y, unlabelled_mask, unlabelled):
         return
     _, counts = np.unique(labelled, return_counts=True)
     mean_class = labelled.size / counts.size
-    if counts.size > 3 or n_marked < 2 or n_marked < mean_class / 2 \
+    if counts.size > 3 or n_marked < 2 or n_marked < min(counts.min(), mean_class / 2) \
             or n_marked > 2 * counts.max():
         return
     sizes = (f"{counts.min()}" if counts.min() == counts.max()

@@ -501,9 +501,9 @@ def test_one_class_left_by_the_marker_names_the_marker():
 
 
 def test_the_marker_warns_only_when_as_frequent_as_a_class():
-    # the marked rows within a factor of two of the class sizes (at most twice the largest,
-    # at least half the mean, at least 2 rows) look like a genuine class; a few marked rows
-    # among many labelled ones are missing labels (y.fillna(-1)) and draw no warning
+    # the marked rows among the class sizes (at most twice the largest, at least the
+    # smallest or half the mean, at least 2 rows) look like a genuine class; a few marked
+    # rows among many labelled ones are missing labels (y.fillna(-1)) and draw no warning
     from sklearn.datasets import make_hastie_10_2
 
     from skdiff._checks import split_unlabelled, warn_if_marker_looks_like_a_class
@@ -525,6 +525,10 @@ def test_the_marker_warns_only_when_as_frequent_as_a_class():
     assert messages(np.r_[[-1] * 12, [0] * 8, [1] * 16]) == [
         "12 rows have the label -1, which marks unlabelled rows (excluded from the loss), "
         "beside 2 classes of 8-16 rows: if -1 is a genuine class, pass unlabelled=None."]
+    # a minority class -1 as large as the smallest class
+    assert messages(np.r_[[-1] * 30, [0] * 30, [1] * 300]) == [
+        "30 rows have the label -1, which marks unlabelled rows (excluded from the loss), "
+        "beside 2 classes of 30-300 rows: if -1 is a genuine class, pass unlabelled=None."]
     one_of_40 = np.arange(40) % 2
     one_of_40[7] = -1  # 1 marked row beside classes of 20 and 19
     forty_of_1000 = np.arange(1000) % 3
