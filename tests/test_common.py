@@ -37,8 +37,10 @@ _SEMI_SUPERVISED = (
 
 _JOINT_MC = (
     "predict is a Monte Carlo mean over joint posterior samples of all query points, so a "
-    "different subset or order of the rows draws different random numbers; agreement within "
-    "Monte Carlo error is tested in tests/ndp/test_estimator.py."
+    "different subset or order of the rows draws different random numbers, and the network "
+    "attends across the query points, whose joint samples are consistent under "
+    "marginalisation only approximately (docs/user_guide/ndp.md); the predictions' "
+    "agreement is tested in tests/ndp/test_estimator.py."
 )
 
 _ATTENTION_ACROSS_ROWS = (

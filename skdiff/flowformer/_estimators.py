@@ -169,7 +169,14 @@ One epoch is one pass over the rows in random minibatches of ``batch_size``. The
 call on an unfitted estimator fits the scalers, resolves ``skip``, ``patch_len`` and the
 channel graph, and builds the network (``n_init`` networks, one epoch each, the best
 kept); later calls continue the kept network with those, so sequence length, channels
-and outputs must not change. With ``early_stopping=True`` the best-validation weights
+and outputs must not change. The fixed linear skip of ``skip="window"`` (a ridge or
+logistic regression) is, like the scalers, fitted to the first call's rows and kept:
+later calls train the encoder's correction only. A first call on a small batch therefore
+caps the model near that batch's linear fit (the regressor, first called on 25 rows of
+``make_regression(n_features=20, n_informative=10)``: test R² 0.38, and 0.40 after 30
+more calls on 450 rows, where ``fit`` on them reaches 0.999): start with a
+representative batch, or refit on the rows so far.
+With ``early_stopping=True`` the best-validation weights
 seen so far are restored at the end of every call (skorch's
 ``EarlyStopping(load_best=True)``).
 """
