@@ -114,11 +114,12 @@ def check_node_ids(X, n_nodes):
         raise ValueError(
             "With 'graph', X must be a column of integer node ids of shape (k, 1) (use "
             f"graph.node_ids()); got an array of shape {np.shape(X)} and dtype {ids.dtype}.")
-    ids = ids.astype(np.int64)
+    # the range is checked on the ids as given: an id beyond the int64 range (a large
+    # float or uint64) would wrap around in the cast
     if ids.size and (ids.min() < 0 or ids.max() >= n_nodes):
         raise ValueError(f"Node ids must lie in [0, {n_nodes}) for a graph of {n_nodes} "
-                         f"nodes; got ids from {ids.min()} to {ids.max()}.")
-    return ids
+                         f"nodes; got ids from {int(ids.min())} to {int(ids.max())}.")
+    return ids.astype(np.int64)
 
 
 class Graph:

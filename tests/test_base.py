@@ -452,3 +452,20 @@ def test_graph_features_errors_name_the_features():
                        (np.empty((0, 2)), "has no rows; pass at least one")):
         with pytest.raises(ValueError, match=f"Graph 'features' {message}"):
             Graph(F, np.eye(len(F)))
+
+
+def test_node_ids_beyond_the_int64_range_are_reported_as_given():
+    # the range is checked before the cast to int64, which would wrap these ids around
+    import warnings
+
+    from skdiff._graph import check_node_ids
+
+    for ids, shown in ((np.array([[2**64 - 1]], dtype=np.uint64), "18446744073709551615"),
+                       (np.array([[0.0], [1e20]]), "0 to 100000000000000000000")):
+        with warnings.catch_warnings():
+            warnings.simplefilter("error")  # no "invalid value encountered in cast"
+            with pytest.raises(ValueError, match=r"^Node ids must lie in \[0, 3\) for a graph "
+                                                 rf"of 3 nodes; got ids from .*{shown}\.$"):
+                check_node_ids(ids, 3)
+    assert check_node_ids(np.array([[2.0], [0.0]]), 3).tolist() == [2, 0]
+    assert check_node_ids(np.array([[2], [0]], dtype=np.uint64), 3).dtype == np.int64
