@@ -103,7 +103,8 @@ def check_adjacency(adjacency, n, *, name="adjacency", what="rows of X", symmetr
 def check_node_ids(X, n_nodes):
     """Validate ``X``, a column of integer node ids of a graph of ``n_nodes``; -> int64 (k,).
 
-    Duplicate ids are refused: each node is one sample.
+    Repeated ids are kept (prediction answers each row); ``fit`` refuses them, as each node
+    is one sample.
     """
     ids = np.asarray(X)
     if ids.ndim == 2 and ids.shape[1] == 1:

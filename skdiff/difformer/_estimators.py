@@ -304,9 +304,6 @@ class _DIFFormerBase(NeuralEstimatorBase):
                                 "Build one with Graph(features, adjacency).")
             X = validate_data(self, X, dtype=None, reset=reset)
             ids = check_node_ids(X, graph.n_nodes)
-            if np.unique(ids).size != ids.size:
-                raise ValueError("X holds duplicate node ids; each node is one sample (pass "
-                                 "each id once).")
             self._check_in_dim(graph.n_features, reset, "the graph's node features")
             return GraphInputs(graph.features, self._scaling(graph.features, reset),
                                graph.adjacency, self.device_, ids)
@@ -337,6 +334,11 @@ class _DIFFormerBase(NeuralEstimatorBase):
     def _make_data(self, X, y, *, reset, adjacency=None, graph=None, validation_mask=None,
                    sample_weight=None, classes=None):
         inputs = self._inputs(X, adjacency, graph, reset=reset)
+        # fit reads one label per node, so a node listed twice would carry two labels;
+        # prediction answers node by node and takes repeated ids, as repeated rows
+        if inputs.ids is not None and np.unique(inputs.ids).size != inputs.ids.size:
+            raise ValueError("X holds duplicate node ids; each node is one sample (pass "
+                             "each id once).")
         if reset:  # predict(X) without the adjacency of fit is a likely slip: warned there
             self._graph_rows_key = (rows_fingerprint(inputs.features)
                                     if adjacency is not None else None)

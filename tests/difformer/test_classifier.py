@@ -884,3 +884,30 @@ def test_auto_feature_scaling_row_normalises_only_columns_of_one_scale():
         scores.append((clf.feature_scaling_, clf.predict_proba(Xs[300:])))
     assert [how for how, _ in scores] == ["row", "standard", "standard"]
     np.testing.assert_allclose(scores[1][1], scores[2][1], rtol=1e-4, atol=1e-6)
+
+
+def test_prediction_takes_repeated_node_ids_on_any_graph():
+    """fit refuses a node listed twice (two labels for one sample); prediction answers each
+    row, so a repeated id gets the same answer twice, on the fitted graph, on another Graph
+    object with the same nodes, in sample_posterior and in attention_graph."""
+    from skdiff import DIFFormerRegressor
+
+    X, y, A = make_planted_partition(60, 3, p_in=0.2, p_out=0.02, random_state=0)
+    g, same = Graph(X, A), Graph(X, A)
+    kw = dict(n_layers=1, hidden_dim=8, max_epochs=3, random_state=0)
+    clf = DIFFormerClassifier(**kw, label_propagation=False).fit(g.node_ids()[:40], y[:40],
+                                                                 graph=g)
+    ids, once = np.array([[5], [5], [7]]), np.array([[5], [7]])
+    expected = clf.predict_proba(once)[[0, 0, 1]]
+    np.testing.assert_array_equal(clf.predict_proba(ids), expected)
+    np.testing.assert_array_equal(clf.predict_proba(ids, graph=same), expected)
+    draws = clf.sample_posterior(ids, n_samples=2, random_state=0)
+    np.testing.assert_array_equal(draws[0], draws[1])
+    S = clf.attention_graph(ids, k=3)
+    assert S.shape == (3, 60) and (S[0] != S[1]).nnz == 0
+    reg = DIFFormerRegressor(**kw).fit(g.node_ids()[:40], y[:40].astype(float), graph=g)
+    mean, std = reg.predict(ids, return_std=True)
+    assert mean[0] == mean[1] and std[0] == std[1]
+    with pytest.raises(ValueError, match=r"^X holds duplicate node ids; each node is one "
+                                         r"sample \(pass each id once\)\.$"):
+        clone(clf).fit(np.r_[once, once[:1]], y[[5, 7, 5]], graph=g)
