@@ -2,12 +2,14 @@
 
 :func:`from_pyg` reads the attributes of a ``torch_geometric.data.Data`` object (``x``,
 ``edge_index``, ...) by name, so any object that carries them works: a PyG ``Data``, a
-``types.SimpleNamespace`` of tensors, or a record of numpy arrays.
+``types.SimpleNamespace`` of tensors, a record of numpy arrays, or a mapping of them (a
+``dict``, such as ``Data.to_dict()`` gives).
 """
 
 from __future__ import annotations
 
 import numbers
+from collections.abc import Mapping
 
 import numpy as np
 import scipy.sparse as sp
@@ -210,10 +212,24 @@ def _pyg_mask(data, key, n_nodes):
     return mask
 
 
+class _Entries:
+    """The entries of a mapping read as attributes: ``data["x"]`` as ``data.x``."""
+
+    def __init__(self, mapping):
+        self._mapping = mapping
+
+    def __getattr__(self, key):
+        try:
+            return self._mapping[key]
+        except KeyError:
+            raise AttributeError(key) from None
+
+
 def from_pyg(data):
     """Node features, adjacency, labels and split masks of a PyTorch Geometric graph.
 
-    Reads the attributes of a ``torch_geometric.data.Data`` (or of any object that has them):
+    Reads the attributes of a ``torch_geometric.data.Data`` (or of any object that has them,
+    or the entries of a mapping such as ``Data.to_dict()``):
     ``x`` and ``edge_index`` (required), ``edge_weight`` or a scalar ``edge_attr`` (optional
     edge weights; ``edge_weight`` wins when both are set), ``y``, ``train_mask``, ``val_mask``
     and ``test_mask`` (optional). Tensors may live on any device; torch-geometric itself is
@@ -221,8 +237,8 @@ def from_pyg(data):
 
     Parameters
     ----------
-    data : torch_geometric.data.Data or object with the same attributes
-        One node-level graph.
+    data : torch_geometric.data.Data, object with the same attributes, or mapping
+        One node-level graph; a mapping (a ``dict``) holds the same names as keys.
 
     Returns
     -------
@@ -265,6 +281,8 @@ def from_pyg(data):
     >>> Graph(b.features, b.adjacency)  # ready for DIFFormerClassifier
     Graph(n_nodes=3, n_features=2, n_edges=2)
     """
+    if isinstance(data, Mapping):
+        data = _Entries(data)
     for required in ("x", "edge_index"):
         if getattr(data, required, None) is None:
             raise ValueError(

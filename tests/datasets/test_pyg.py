@@ -140,6 +140,21 @@ def test_from_pyg_optional_attributes_and_other_inputs():
     np.testing.assert_array_equal(b.train_mask, masks.numpy())
 
 
+def test_from_pyg_reads_a_mapping_as_a_data_object():
+    # Data.to_dict() gives a dict of the same names: read as the attributes of a Data
+    data, w = _data()
+    data.edge_weight = w
+    entries = vars(data)
+    ref, b = from_pyg(data), from_pyg(dict(entries))
+    for key in ("features", "y", "train_mask", "val_mask", "test_mask"):
+        np.testing.assert_array_equal(b[key], ref[key])
+    assert (b.adjacency != ref.adjacency).nnz == 0 and b.adjacency.nnz > 0
+    minimal = from_pyg({"x": data.x, "edge_index": data.edge_index})
+    assert minimal.y is None and minimal.adjacency.sum() == 130
+    with pytest.raises(ValueError, match=r"^'data.edge_index' is missing"):
+        from_pyg({"x": data.x})
+
+
 @pytest.mark.parametrize("edit, match", [
     (dict(x=None), r"'data.x' is missing: .*torch.ones\(n_nodes, 1\)"),
     (dict(edge_index=None), r"'data.edge_index' is missing"),
