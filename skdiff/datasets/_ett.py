@@ -20,6 +20,15 @@ def _check_name(name):
         raise ValueError(f"'name' must be one of {_NAMES}; got {name!r}.")
 
 
+def _folder(home, name):
+    """``home/ett``, or ``home`` itself when it holds ``<name>.csv`` and has no ``ett``
+    folder (a ``data_home`` that names the ETT folder, as :func:`load_planetoid` reads one
+    that names the Planetoid folder)."""
+    if not (home / "ett").is_dir() and (home / f"{name}.csv").is_file():
+        return home
+    return home / "ett"
+
+
 def _bad_line(rows, path):
     """The first data line that does not parse, as an error naming its line of ``path``.
 
@@ -126,8 +135,9 @@ def load_ett(name="ETTh1", data_home=None, *, as_frame="auto", verify=True):
     name : {"ETTh1", "ETTh2", "ETTm1", "ETTm2"}, default="ETTh1"
         Which series.
     data_home : str or path-like, default=None
-        Folder holding ``ett/<name>.csv`` (see :func:`skdiff.datasets.get_data_home`);
-        :func:`fetch_ett` downloads it there.
+        Folder holding ``ett/<name>.csv`` (see :func:`skdiff.datasets.get_data_home`), or
+        ``<name>.csv`` itself when it has no ``ett`` folder; :func:`fetch_ett` downloads it
+        into ``ett/``.
     as_frame : {"auto", True, False}, default="auto"
         ``frame`` as a pandas DataFrame (``"auto"``: when pandas is installed) or a numpy
         structured array.
@@ -180,7 +190,7 @@ def load_ett(name="ETTh1", data_home=None, *, as_frame="auto", verify=True):
     if not (as_frame == "auto" or as_frame is True or as_frame is False):
         raise ValueError(f"'as_frame' must be 'auto', True or False; got {as_frame!r}.")
     check_verify(verify)
-    path = get_data_home(data_home) / "ett" / f"{name}.csv"
+    path = _folder(get_data_home(data_home), name) / f"{name}.csv"
     fetch_call = f"skdiff.datasets.fetch_ett({name!r})"
     if not path.is_file():
         raise FileNotFoundError(
@@ -269,7 +279,7 @@ def fetch_ett(name="ETTh1", data_home=None, *, download_if_missing=True, base_ur
     """
     _check_name(name)
     home = get_data_home(data_home)
-    ensure_files(home / "ett", [f"{name}.csv"], base_url=base_url, mirror_dir="ett",
+    ensure_files(_folder(home, name), [f"{name}.csv"], base_url=base_url, mirror_dir="ett",
                  original_url=_URL, download_if_missing=download_if_missing, what=f"ETT {name!r}",
                  fetch_call=f"skdiff.datasets.fetch_ett({name!r})")
     return load_ett(name, data_home=home, as_frame=as_frame)

@@ -57,6 +57,23 @@ def test_toy_file_and_clipped_split(tmp_path):
         load_ett("ETTm2", data_home=tmp_path)
 
 
+def test_data_home_may_name_the_ett_folder_itself(tmp_path):
+    # as load_planetoid reads a data_home that names the planetoid folder
+    from skdiff.datasets import fetch_ett
+
+    write_ett(tmp_path / "ETTh1.csv")  # no ett/ sub-folder
+    d = load_ett("ETTh1", data_home=tmp_path, verify=False, as_frame=False)
+    np.testing.assert_array_equal(d.target, [30.531, 27.787, 27.787, 25.044])
+    with pytest.raises(ValueError, match=r"Checksum mismatch for 'ETTh1.csv' "):
+        fetch_ett("ETTh1", data_home=tmp_path, download_if_missing=False)  # found, verified
+    # an ett/ folder is the cache layout: it is read, and named when the file is missing
+    (tmp_path / "ett").mkdir()
+    with pytest.raises(FileNotFoundError, match=r"ett[/\\]ETTh1\.csv not found\. Download"):
+        load_ett("ETTh1", data_home=tmp_path, verify=False)
+    with pytest.raises(FileNotFoundError, match=r"ett[/\\]ETTh2\.csv not found"):
+        load_ett("ETTh2", data_home=tmp_path / "elsewhere")
+
+
 _LINES = TOY_ETT.splitlines(keepends=True)
 
 
