@@ -1104,7 +1104,7 @@ class NDPRegressor(RegressorMixin, EstimatorBase):
         checked first."""
         from sklearn.metrics import r2_score
 
-        y = np.asarray(y, dtype=np.float64).ravel()
+        y = _one_value_per_row(y, "score")
         pred = self.predict(X)
         if len(y) != len(pred):
             raise ValueError(f"y has {len(y)} values but X has {len(pred)} rows; score needs "
@@ -1260,10 +1260,16 @@ class NDPRegressor(RegressorMixin, EstimatorBase):
         multivariate Gaussian over all rows (needs ``n_samples`` > n_X), ``joint=False`` the
         per-point marginals. Observation noise is always included.
 
+        It scores new observations given the training data, so it is meant for held-out
+        points; it is not ``GaussianProcessRegressor.log_marginal_likelihood`` (the
+        evidence of the training data, which NDPRegressor does not provide). At the
+        training inputs it is the density of their values under the posterior conditioned
+        on those same values, higher than on held-out points.
+
         Parameters
         ----------
         %(X)s
-        y : array-like of shape (n_X,)
+        y : array-like of shape (n_X,) or (n_X, 1)
             Observed values at the rows of ``X``, in the units of ``y`` of ``fit``; finite.
         joint : bool, default=False
             Score the joint density of all points (``True``) rather than the mean of the
@@ -1274,11 +1280,7 @@ class NDPRegressor(RegressorMixin, EstimatorBase):
         ll : float
             Log density divided by the number of points, in the units of ``y``.
         """
-        try:
-            y = np.asarray(y, dtype=np.float64).ravel()
-        except (TypeError, ValueError) as exc:
-            raise ValueError(f"y of NDPRegressor.log_likelihood must be numbers ({exc}).") \
-                from exc
+        y = _one_value_per_row(y, "log_likelihood")
         Zc, Z, X = self._check_X(X)
         if len(y) != Z.shape[0]:
             raise ValueError(f"X has {Z.shape[0]} rows but y has {len(y)} values.")
@@ -1324,6 +1326,25 @@ class NDPRegressor(RegressorMixin, EstimatorBase):
                 self.device_ = "cpu"
             self.module_ = self.module_.to(self.device_)
             self.schedule_ = self.schedule_.to(self.device_)
+
+
+def _one_value_per_row(y, method):
+    """The targets ``y`` that ``NDPRegressor.<method>`` scores, as a float64 vector: 1-D, or
+    a single column (as ``GaussianProcessRegressor.score`` takes it); a row vector or
+    several columns are refused rather than flattened into one value per entry."""
+    try:
+        values = np.asarray(y, dtype=np.float64)
+    except (TypeError, ValueError) as exc:
+        raise ValueError(f"y of NDPRegressor.{method} must be numbers ({exc}).") from exc
+    if values.ndim == 2 and values.shape[1] == 1:
+        return values[:, 0]
+    if values.ndim != 1:
+        raise ValueError(
+            f"y of NDPRegressor.{method} must hold one value per row of X, of shape (n_X,) "
+            f"or (n_X, 1); got shape {values.shape}. NDPRegressor models a single output: "
+            "pass a 1-D y (np.ravel(y) for a row vector), or score each column with the "
+            "estimator fitted to it.")
+    return values
 
 
 def gaussian_log_likelihood(y, samples, *, joint=True, jitter=1e-9):

@@ -789,3 +789,18 @@ def test_the_input_map_shrinks_a_smooth_context_by_the_most_probable_factor():
     assert NDPRegressor(**FAST).fit(X, y).x_shrink_ == auto.x_shrink_  # the default
     with pytest.raises(ValueError, match="'x_shrink' parameter of NDPRegressor"):
         NDPRegressor(x_shrink=0.5).fit(X, y)
+
+
+def test_score_and_log_likelihood_take_one_target_per_row(fitted, data):
+    # a row vector (1, n_X) used to be flattened into one value per row and scored
+    # (GaussianProcessRegressor.score refuses it); a column (n_X, 1) scores as its values
+    _, _, Xt, yt = data
+    X3, y3 = Xt[:3], yt[:3]
+    assert fitted.score(X3, y3[:, None]) == fitted.score(X3, y3)
+    assert fitted.log_likelihood(X3, y3[:, None]) == fitted.log_likelihood(X3, y3)
+    for method in ("score", "log_likelihood"):
+        for bad in (y3[None, :], np.c_[y3, y3]):
+            with pytest.raises(ValueError, match=(
+                    rf"y of NDPRegressor.{method} must hold one value per row of X, of shape "
+                    rf"\(n_X,\) or \(n_X, 1\); got shape \({bad.shape[0]}, {bad.shape[1]}\)")):
+                getattr(fitted, method)(X3, bad)
