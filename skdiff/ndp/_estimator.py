@@ -219,7 +219,9 @@ class NDPRegressor(RegressorMixin, EstimatorBase):
     alpha : "auto" or float >= 0, default="auto"
         Variance of the observation noise of ``y`` beyond the prior's own, in the units of
         ``y`` (as :class:`~sklearn.gaussian_process.GaussianProcessRegressor`'s ``alpha``
-        is the noise variance of its training values). With extra noise every sample
+        is the noise variance of its training values), one for all training points (an
+        array of per-point variances, which that ``alpha`` also takes, is refused). With
+        extra noise every sample
         conditions on its own draw of the context's values at the prior's noise level
         given the noisier observations (from the Gaussian posterior of the context's ML-II
         GP, below), so the samples smooth through the noisy values instead of passing
@@ -422,6 +424,23 @@ class NDPRegressor(RegressorMixin, EstimatorBase):
                  batch_size=32, cache_dir=None, device="auto", n_threads=None, random_state=None,
                  verbose=0, callbacks=None):
         self._init_params(locals())
+
+    def _validate_params(self):
+        # GaussianProcessRegressor's alpha also takes one variance per training point;
+        # the samples here carry one extra noise level for all, so an array is refused
+        # with that reason rather than scikit-learn's generic type message
+        alpha = self.alpha
+        if not isinstance(alpha, (str, numbers.Real)) and np.ndim(alpha) > 0:
+            from sklearn.utils._param_validation import InvalidParameterError
+
+            raise InvalidParameterError(
+                "The 'alpha' parameter of NDPRegressor must be 'auto' or one float >= 0, the "
+                "extra noise variance of every training point; got an array of shape "
+                f"{np.shape(alpha)}. Per-point noise variances, which "
+                "GaussianProcessRegressor's alpha accepts, are not supported: pass one "
+                "variance (e.g. float(np.max(alpha)): too much noise widens the intervals, "
+                "too little makes them over-confident) or alpha='auto' to estimate it.")
+        super()._validate_params()
 
     # -- fit -------------------------------------------------------------------------------
     def fit(self, X, y):

@@ -804,3 +804,20 @@ def test_score_and_log_likelihood_take_one_target_per_row(fitted, data):
                     rf"y of NDPRegressor.{method} must hold one value per row of X, of shape "
                     rf"\(n_X,\) or \(n_X, 1\); got shape \({bad.shape[0]}, {bad.shape[1]}\)")):
                 getattr(fitted, method)(X3, bad)
+
+
+def test_alpha_per_point_array_is_refused_with_the_reason(data):
+    # GaussianProcessRegressor's alpha takes one variance per training point; here the
+    # error says that only one is supported and what to pass, not just the accepted types
+    from sklearn.utils._param_validation import InvalidParameterError
+
+    X, y, _, _ = data
+    for alpha in (np.full(len(X), 0.01), [0.01] * len(X)):
+        with pytest.raises(InvalidParameterError, match=(
+                r"'alpha' parameter of NDPRegressor must be 'auto' or one float >= 0.*got an "
+                r"array of shape \(9,\)\. Per-point noise variances.*float\(np\.max\(alpha\)\)")):
+            NDPRegressor(alpha=alpha, **FAST).fit(X, y)
+    est = NDPRegressor(alpha=0.01, **FAST).fit(X, y)
+    assert est.alpha_ == 0.01
+    with pytest.raises(InvalidParameterError, match="Per-point noise variances"):
+        est.set_params(alpha=np.full(len(X), 0.01)).predict(X[:2])  # checked at predict too
