@@ -626,6 +626,7 @@ class _DIFFormerBase(NeuralEstimatorBase):
         check_is_fitted(self)
         self._check_predict_mode(adjacency, graph)
         if graph is not None or self.fitted_on_graph_:
+            self._check_node_id_column(X, graph)
             g = self._graph if graph is None else graph
             if self._graph is not None and getattr(g, "_token", None) == self._graph._token:
                 g = self._graph  # the fitted graph, also as a copy from a pickle round trip
@@ -645,6 +646,21 @@ class _DIFFormerBase(NeuralEstimatorBase):
                 "predictions, after label_propagation); silence this warning if isolated "
                 "nodes are meant.", UserWarning, stacklevel=caller_stacklevel())
         return ("joint" if adjacency is not None else "inductive"), inputs, None
+
+    def _check_node_id_column(self, X, graph):
+        """Refuse feature rows where graph mode takes node ids (one column), naming the
+        mode rather than scikit-learn's feature count."""
+        shape = X.shape if hasattr(X, "shape") else np.shape(X)
+        if len(shape) != 2 or shape[1] == 1:
+            return
+        how = ("was fitted in graph mode (fit(..., graph=g))" if graph is None else
+               "predicts on a graph (graph=...)")
+        raise ValueError(
+            f"{type(self).__name__} {how}, so X holds node ids, one column; got X of shape "
+            f"{tuple(shape)}, which looks like feature rows. Pass node ids of the graph "
+            "(g.node_ids(), or a subset of its rows), with graph=Graph(features, adjacency) "
+            "for another graph; to predict on feature rows, fit with X as features (and "
+            "adjacency=A) instead.")
 
     def _check_predict_mode(self, adjacency, graph):
         """Refuse an ``adjacency`` beside ``graph``, given to a model fitted in graph mode
@@ -768,6 +784,7 @@ class _DIFFormerBase(NeuralEstimatorBase):
                              f"network of {n_layers} layers; got {layer!r}.")
         self._check_predict_mode(adjacency, graph)
         if graph is not None or self.fitted_on_graph_:
+            self._check_node_id_column(X, graph)
             g = self._graph if graph is None else graph
             inputs = self._inputs(X, None, g, reset=False)
             inputs.ids, ids = None, inputs.ids

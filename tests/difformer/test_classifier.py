@@ -911,3 +911,21 @@ def test_prediction_takes_repeated_node_ids_on_any_graph():
     with pytest.raises(ValueError, match=r"^X holds duplicate node ids; each node is one "
                                          r"sample \(pass each id once\)\.$"):
         clone(clf).fit(np.r_[once, once[:1]], y[[5, 7, 5]], graph=g)
+
+
+def test_feature_rows_given_to_a_graph_mode_model_name_the_mode():
+    """Graph mode takes node ids, one column: feature rows get an error that names the mode
+    and the node ids, not scikit-learn's feature count."""
+    X, y, A = make_planted_partition(60, 3, p_in=0.2, p_out=0.02, random_state=0)
+    g = Graph(X, A)
+    clf = DIFFormerClassifier(n_layers=1, hidden_dim=8, max_epochs=2, random_state=0,
+                              label_propagation=False).fit(g.node_ids(), y, graph=g)
+    msg = (r"^DIFFormerClassifier was fitted in graph mode \(fit\(\.\.\., graph=g\)\), so X "
+           r"holds node ids, one column; got X of shape \(60, 16\), which looks like feature "
+           r"rows\. Pass node ids of the graph \(g\.node_ids\(\), or a subset of its rows\)")
+    with pytest.raises(ValueError, match=msg):
+        clf.predict(X)
+    with pytest.raises(ValueError, match=r"predicts on a graph \(graph=\.\.\.\), so X holds "
+                                         r"node ids, one column; got X of shape \(60, 16\)"):
+        clf.predict_proba(X, graph=Graph(X, A))
+    assert clf.predict(g.node_ids()[:5]).shape == (5,)
