@@ -293,6 +293,8 @@ def from_pyg(data):
     features = _sparse_or_dense(data.x, "data.x")
     n_nodes = features.shape[0]
     declared = getattr(data, "num_nodes", None)
+    if getattr(declared, "ndim", None) == 0 and hasattr(declared, "item"):
+        declared = declared.item()  # a 0-d tensor or array, as Data may hold it
     if isinstance(declared, numbers.Integral) and int(declared) != n_nodes:
         raise ValueError(f"'data.num_nodes' is {declared}, but 'data.x' has {n_nodes} rows.")
 

@@ -1132,7 +1132,11 @@ class NDPRegressor(RegressorMixin, EstimatorBase):
             raise ValueError(f"y holds {int((~np.isfinite(y)).sum())} NaN or infinite values; "
                              "score needs finite targets. Drop those rows.")
         if sample_weight is not None:
-            sample_weight = np.asarray(sample_weight, dtype=np.float64).ravel()
+            sample_weight = np.asarray(sample_weight, dtype=np.float64)
+            if sample_weight.ndim != 1:
+                raise ValueError(f"sample_weight of NDPRegressor.score must be 1-D, one weight "
+                                 f"per row of X; got shape {sample_weight.shape}. Pass "
+                                 "np.ravel(sample_weight) if it holds one weight per row.")
             if len(sample_weight) != len(y):
                 raise ValueError(f"sample_weight has {len(sample_weight)} entries but X has "
                                  f"{len(y)} rows; pass one weight per row.")

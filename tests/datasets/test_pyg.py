@@ -161,6 +161,7 @@ def test_from_pyg_reads_a_mapping_as_a_data_object():
     (dict(x=torch.randn(30)), r"'data.x' must be 2-D \(n_nodes, n_features\); got shape \(30,\)"),
     (dict(x=torch.full((30, 2), float("nan"))), "'data.x' holds NaN or infinite values"),
     (dict(num_nodes=31), "'data.num_nodes' is 31, but 'data.x' has 30 rows"),
+    (dict(num_nodes=torch.tensor(31)), "'data.num_nodes' is 31, but 'data.x' has 30 rows"),
     (dict(edge_attr=torch.ones(130, 3)),
      r"'data.edge_attr' has shape \(130, 3\): only one scalar per edge.*data.edge_weight"),
     (dict(edge_weight=-torch.ones(130)), "'data.edge_weight' holds the negative weight"),

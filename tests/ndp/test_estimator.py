@@ -804,6 +804,10 @@ def test_score_and_log_likelihood_take_one_target_per_row(fitted, data):
                     rf"y of NDPRegressor.{method} must hold one value per row of X, of shape "
                     rf"\(n_X,\) or \(n_X, 1\); got shape \({bad.shape[0]}, {bad.shape[1]}\)")):
                 getattr(fitted, method)(X3, bad)
+    # and a weight array that is not one weight per row
+    with pytest.raises(ValueError, match=r"sample_weight of NDPRegressor.score must be 1-D, "
+                                         r"one weight per row of X; got shape \(1, 3\)"):
+        fitted.score(X3, y3, sample_weight=np.ones((1, 3)))
 
 
 def test_alpha_per_point_array_is_refused_with_the_reason(data):
