@@ -142,6 +142,14 @@ device_ : str
 seed_ : int
     The seed of this fit (of the kept initialisation with ``n_init``).
 """)
+TRAINING_DOCS.update(parse_docs("""
+uncertainty_ : str
+    The head the network was fitted with, ``"gaussian"`` or ``"mc_dropout"`` (the
+    ``uncertainty`` of the last fit from scratch). ``predict``, ``predict(return_std=True)``
+    and ``sample_posterior`` read it, so setting ``uncertainty`` after a fit changes
+    nothing until the next fit; a warm start or ``partial_fit`` with another
+    ``uncertainty`` is refused.
+"""))
 #: the inputs of the prediction methods that every estimator family shares
 TRAINING_DOCS["predict_X"] = """
 X : array-like

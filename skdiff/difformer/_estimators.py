@@ -251,6 +251,13 @@ no trained graph term and refuses an ``adjacency`` (a ``ValueError``). In graph 
 forward (cached at the end of ``fit`` for the fitted graph; pass ``graph`` to predict
 on another graph).
 """
+DIFFORMER_DOCS["score_routing"] = """
+``adjacency`` and ``graph`` reach :meth:`predict`. Under metadata routing (a
+:class:`~sklearn.pipeline.Pipeline`, a cross-validation, a search), ``graph`` is
+requested by default, so a routed cross-validation of ``fit(ids, y, graph=g)`` scores
+on ``g``; ``adjacency`` is routed once requested with
+``set_score_request(adjacency=True)``, as for ``fit`` and ``predict``.
+"""
 DIFFORMER_DOCS["input_attributes"] = [
     "feature_scaling_", "n_features_in_", "feature_names_in_", "summaries_", "fitted_on_graph_",
     "graph_weight_", "dropout_"]
@@ -1158,11 +1165,7 @@ class DIFFormerClassifier(ClassifierTask, _DIFFormerBase):
         ``unlabelled`` are left out, so a cross-validation over semi-supervised targets
         scores only the rows whose label is known).
 
-        ``adjacency`` and ``graph`` reach :meth:`predict`. Under metadata routing (a
-        :class:`~sklearn.pipeline.Pipeline`, a cross-validation, a search), ``graph`` is
-        requested by default, so a routed cross-validation of ``fit(ids, y, graph=g)`` scores
-        on ``g``; ``adjacency`` is routed once requested with
-        ``set_score_request(adjacency=True)``, as for ``fit`` and ``predict``.
+        %(score_routing)s
 
         Parameters
         ----------
@@ -1316,12 +1319,7 @@ class DIFFormerRegressor(RegressorTask, _DIFFormerBase):
     transduction_ : ndarray of shape (n_fitted_rows,) or (n_fitted_rows, n_outputs)
         Predicted value of every row seen in ``fit`` (every node in graph mode), after
         ``label_propagation`` when it applies.
-    uncertainty_ : str
-        The head the network was fitted with, ``"gaussian"`` or ``"mc_dropout"`` (the
-        ``uncertainty`` of the last fit from scratch). ``predict``, ``predict(return_std=True)``
-        and :meth:`sample_posterior` read it, so setting ``uncertainty`` after a fit changes
-        nothing until the next fit; a warm start or ``partial_fit`` with another
-        ``uncertainty`` is refused.
+    %(uncertainty_)s
     std_scale_ : ndarray of shape (n_outputs,)
         Calibration factor of the Gaussian head's standard deviation, fitted on the
         validation rows (ones without them, with fewer than 20, or with
@@ -1695,11 +1693,7 @@ class DIFFormerRegressor(RegressorTask, _DIFFormerBase):
         """R² of :meth:`predict` on the rows of ``y`` (rows with ``NaN``, unlabelled, are
         left out).
 
-        ``adjacency`` and ``graph`` reach :meth:`predict`. Under metadata routing (a
-        :class:`~sklearn.pipeline.Pipeline`, a cross-validation, a search), ``graph`` is
-        requested by default, so a routed cross-validation of ``fit(ids, y, graph=g)`` scores
-        on ``g``; ``adjacency`` is routed once requested with
-        ``set_score_request(adjacency=True)``, as for ``fit`` and ``predict``.
+        %(score_routing)s
 
         Parameters
         ----------

@@ -488,12 +488,7 @@ class FlowformerRegressor(RegressorTask, _FlowformerBase):
         Standardisation of ``y``.
     n_outputs_ : int
         Columns of ``y`` (1 for 1-D ``y``).
-    uncertainty_ : str
-        The head the network was fitted with, ``"gaussian"`` or ``"mc_dropout"`` (the
-        ``uncertainty`` of the last fit from scratch). ``predict``, ``predict(return_std=True)``
-        and :meth:`sample_posterior` read it, so setting ``uncertainty`` after a fit changes
-        nothing until the next fit; a warm start or ``partial_fit`` with another
-        ``uncertainty`` is refused.
+    %(uncertainty_)s
     std_scale_ : ndarray of shape (n_outputs,)
         Calibration factor of the Gaussian head's std, fitted on the validation rows;
         exactly ones where the intervals are not calibrated: fewer than 20 validation rows
