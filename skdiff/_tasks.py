@@ -122,6 +122,12 @@ class ClassifierTask(ClassifierMixin, EstimatorBase):
         if classes is None:
             classes = np.unique(labelled)
         else:
+            if isinstance(classes, (bool, np.bool_)) or np.ndim(classes) != 1:
+                got = (f"{type(classes).__name__} {classes!r}" if np.ndim(classes) == 0
+                       else f"an array of shape {np.shape(classes)}")
+                raise TypeError(f"'classes' must be a 1-D array-like of every label, e.g. "
+                                f"classes=np.unique(y); got {got}. Pass it by keyword: "
+                                "partial_fit(X, y, classes=...).")
             classes = _without_marker(np.unique(np.asarray(classes)), marker)
             unknown = np.setdiff1d(labelled, classes)
             if unknown.size:

@@ -929,3 +929,17 @@ def test_feature_rows_given_to_a_graph_mode_model_name_the_mode():
                                          r"node ids, one column; got X of shape \(60, 16\)"):
         clf.predict_proba(X, graph=Graph(X, A))
     assert clf.predict(g.node_ids()[:5]).shape == (5,)
+
+
+def test_classes_that_are_not_a_list_of_labels_are_named():
+    """A flag passed positionally to partial_fit lands on ``classes``: it is named as such,
+    not reported as labels missing from the classes [True]."""
+    X, y = np.random.RandomState(0).randn(20, 3), np.arange(20) % 2
+    clf = DIFFormerClassifier(n_layers=1, hidden_dim=8, max_epochs=1, random_state=0)
+    with pytest.raises(TypeError, match=r"^'classes' must be a 1-D array-like of every "
+                                        r"label, e.g. classes=np.unique\(y\); got bool True\. "
+                                        r"Pass it by keyword"):
+        clf.partial_fit(X, y, True)
+    with pytest.raises(TypeError, match=r"got an array of shape \(2, 1\)"):
+        clf.partial_fit(X, y, classes=[[0], [1]])
+    assert clf.partial_fit(X, y, classes=[0, 1]).classes_.tolist() == [0, 1]
