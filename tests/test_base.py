@@ -1,7 +1,6 @@
 """The shared estimator machinery, exercised through a minimal estimator."""
 
 import pickle
-import threading
 from concurrent.futures import ThreadPoolExecutor
 
 import numpy as np
@@ -21,6 +20,7 @@ from skdiff._base import (
 )
 from skdiff._graph import check_adjacency
 from skdiff._tasks import RegressorTask, conformal_quantile
+from tests._shared import predictions_while_sampling
 
 
 class _TinyRegressor(RegressorTask, NeuralEstimatorBase):
@@ -98,20 +98,8 @@ def test_predict_is_deterministic_while_another_thread_samples(data):
     thread meanwhile must still run the network in eval mode."""
     X, y = data
     fitted = _TinyRegressor(random_state=0).fit(X, y)
-    ref, lone = fitted.predict(X), fitted.sample_posterior(X, n_samples=50, random_state=0)
-    stop, draws = threading.Event(), []
-
-    def sampler():
-        while not stop.is_set():
-            draws.append(fitted.sample_posterior(X, n_samples=50, random_state=0))
-
-    thread = threading.Thread(target=sampler)
-    thread.start()
-    try:
-        preds = [fitted.predict(X) for _ in range(300)]
-    finally:
-        stop.set()
-        thread.join()
+    ref = fitted.predict(X)
+    preds, draws, lone = predictions_while_sampling(fitted, fitted.predict, X, 300, 50)
     assert sum(not np.array_equal(p, ref) for p in preds) == 0
     assert draws and all(np.array_equal(d, lone) for d in draws)
 

@@ -1,7 +1,6 @@
 """DIFFormerClassifier: real-data floors, graph recipes, sklearn integration, errors."""
 
 import pickle
-import threading
 import warnings
 from concurrent.futures import ThreadPoolExecutor
 
@@ -19,6 +18,7 @@ from sklearn.preprocessing import StandardScaler, normalize
 
 from skdiff import DIFFormerClassifier, Graph
 from skdiff.datasets import load_planetoid, make_planted_partition
+from tests._shared import predictions_while_sampling
 
 FAST = dict(n_layers=2, hidden_dim=32, max_epochs=60, device="cpu")
 
@@ -313,20 +313,7 @@ def test_threads_sharing_a_fitted_model_or_fitting_clones_get_the_lone_results()
     with ThreadPoolExecutor(2) as ex:
         fits = list(ex.map(lambda _: clone(est).fit(X, y).predict_proba(X), range(2)))
     assert all(np.array_equal(p, ref) for p in fits)
-    lone = fitted.sample_posterior(X, n_samples=20, random_state=0)
-    stop, draws = threading.Event(), []
-
-    def sampler():
-        while not stop.is_set():
-            draws.append(fitted.sample_posterior(X, n_samples=20, random_state=0))
-
-    thread = threading.Thread(target=sampler)
-    thread.start()
-    try:
-        probas = [fitted.predict_proba(X) for _ in range(40)]
-    finally:
-        stop.set()
-        thread.join()
+    probas, draws, lone = predictions_while_sampling(fitted, fitted.predict_proba, X, 40, 20)
     assert sum(not np.array_equal(p, ref) for p in probas) == 0
     assert draws and all(np.array_equal(d, lone) for d in draws)
 

@@ -9,6 +9,7 @@ from sklearn.model_selection import train_test_split
 from skdiff import DIFFormerRegressor
 from skdiff.nn import DIFFormer
 from skdiff.nn.losses import GaussianNLL, WeightedMSE
+from tests._shared import assert_the_fitted_head_is_kept
 
 # dropout as with scarce labels: the Monte Carlo passes most tests here are about; the
 # network's own head (not the ridge linear_fallback may predict with)
@@ -230,22 +231,12 @@ def test_the_fitted_head_predicts_whatever_uncertainty_is_set_to_after_fit():
     X, y = make_friedman1(80, noise=1.0, random_state=0)
     kw = dict(n_layers=1, hidden_dim=8, max_epochs=3, dropout=0.2, linear_fallback=False,
               device="cpu", random_state=0)
-    for fitted, other in (("gaussian", "mc_dropout"), ("mc_dropout", "gaussian")):
-        reg = DIFFormerRegressor(**kw, uncertainty=fitted).fit(X, y)
-        assert reg.uncertainty_ == fitted
-        before = (*reg.predict(X[:5], return_std=True),
-                  reg.sample_posterior(X[:5], n_samples=4, random_state=0))
-        reg.set_params(uncertainty=other)
-        after = (*reg.predict(X[:5], return_std=True),
-                 reg.sample_posterior(X[:5], n_samples=4, random_state=0))
-        for a, b in zip(before, after):
-            np.testing.assert_array_equal(a, b)
-        with pytest.raises(ValueError, match=(
-                rf"partial_fit continues the fitted network, which was built with "
-                rf"uncertainty='{fitted}' \(now '{other}'\)\. Restore that value, or call "
-                rf"fit with warm_start=False to fit a new network")):
-            reg.partial_fit(X, y)
-        assert reg.set_params(warm_start=False).fit(X, y).uncertainty_ == other
+    assert_the_fitted_head_is_kept(
+        lambda head: DIFFormerRegressor(**kw, uncertainty=head), X, y,
+        lambda reg: reg.partial_fit(X, y),
+        r"partial_fit continues the fitted network, which was built with "
+        r"uncertainty='{fitted}' \(now '{other}'\)\. Restore that value, or call "
+        r"fit with warm_start=False to fit a new network")
 
 
 def test_the_first_draws_do_not_depend_on_n_samples():

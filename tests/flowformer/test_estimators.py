@@ -14,6 +14,7 @@ from sklearn.preprocessing import FunctionTransformer
 
 from skdiff import FlowformerClassifier, FlowformerRegressor
 from skdiff.datasets import load_ett, make_windows
+from tests._shared import assert_the_fitted_head_is_kept
 
 FAST = dict(hidden_dim=8, n_heads=2, n_layers=1, max_epochs=2, batch_size=32, device="cpu",
             random_state=0)
@@ -342,21 +343,11 @@ def test_the_fitted_head_predicts_whatever_uncertainty_is_set_to_after_fit():
     """predict and sample_posterior read the fitted head, ``uncertainty_``, not the
     parameter: set after the fit, it changes nothing until the next fit."""
     X, y = _waves(60)
-    for fitted, other in (("gaussian", "mc_dropout"), ("mc_dropout", "gaussian")):
-        reg = FlowformerRegressor(**FAST, uncertainty=fitted, dropout=0.3).fit(X, y)
-        assert reg.uncertainty_ == fitted
-        before = (*reg.predict(X[:5], return_std=True),
-                  reg.sample_posterior(X[:5], n_samples=4, random_state=0))
-        reg.set_params(uncertainty=other)
-        after = (*reg.predict(X[:5], return_std=True),
-                 reg.sample_posterior(X[:5], n_samples=4, random_state=0))
-        for a, b in zip(before, after):
-            np.testing.assert_array_equal(a, b)
-        with pytest.raises(ValueError, match=rf"warm_start=True continues the fitted "
-                           rf"network, which was built with uncertainty='{fitted}' \(now "
-                           rf"'{other}'\)"):
-            reg.set_params(warm_start=True).fit(X, y)
-        assert reg.set_params(warm_start=False).fit(X, y).uncertainty_ == other
+    assert_the_fitted_head_is_kept(
+        lambda head: FlowformerRegressor(**FAST, uncertainty=head, dropout=0.3), X, y,
+        lambda reg: reg.set_params(warm_start=True).fit(X, y),
+        r"warm_start=True continues the fitted network, which was built with "
+        r"uncertainty='{fitted}' \(now '{other}'\)")
 
 
 def test_the_first_gaussian_draws_do_not_depend_on_n_samples(fitted):
