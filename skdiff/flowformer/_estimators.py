@@ -172,10 +172,11 @@ kept); later calls continue the kept network with those, so sequence length, cha
 and outputs must not change. The fixed linear skip of ``skip="window"`` (a ridge or
 logistic regression) is, like the scalers, fitted to the first call's rows and kept:
 later calls train the encoder's correction only. A first call on a small batch therefore
-caps the model near that batch's linear fit (the regressor, first called on 25 rows of
-``make_regression(n_features=20, n_informative=10)``: test R² 0.38, and 0.40 after 30
-more calls on 450 rows, where ``fit`` on them reaches 0.999): start with a
-representative batch, or refit on the rows so far.
+caps the model near that batch's linear fit (the regressor with ``n_layers=1,
+hidden_dim=16``, first called on 25 rows of ``make_regression(n_features=20,
+n_informative=10)``: test R² 0.38, and 0.40 after 30 more one-epoch calls on 450 rows,
+where ``fit`` on them with ``max_epochs=31`` reaches 0.999): start with a representative
+batch, or refit on the rows so far.
 With ``early_stopping=True`` the best-validation weights
 seen so far are restored at the end of every call (skorch's
 ``EarlyStopping(load_best=True)``).
