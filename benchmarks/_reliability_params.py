@@ -221,7 +221,9 @@ def _curated(est):
         c["kernel"] = [("'advanced'", "advanced", "ok", {}), ("'softmax'", "softmax", "ok", {})]
         c["qk_norm"] = [("'row'", "row", "ok", {})]
         c["feature_scaling"] = [("None", None, "ok", {}), ("'row'", "row", "ok", {})]
-        c["attention_scope"] = [("'graph' without an adjacency", "graph", "error", {})]
+        # the classifier builds a k-nearest-neighbour graph for this scope (n_neighbors)
+        c["attention_scope"] = [("'graph' without an adjacency", "graph",
+                                 "ok" if est == "DIFFormerClassifier" else "error", {})]
         c["alpha"] = [("1e-300", 1e-300, "ok", {})]
         c["graph_weight"] = [("0", 0, "ok", {}), ("1", 1, "ok", {})]
         c["value_projection"] = [("True", True, "ok", {})]

@@ -18,7 +18,7 @@ garbage, no crash, no hang, and at most 5 unclear errors, each with a reason.
 
 Run::
 
-    OMP_NUM_THREADS=1 python benchmarks/reliability.py            # everything (about an hour)
+    OMP_NUM_THREADS=1 python benchmarks/reliability.py --workers 2   # everything (15 min)
     OMP_NUM_THREADS=1 python benchmarks/reliability.py --quick    # a sample, minutes
     python benchmarks/reliability.py --only params/NDPRegressor   # one area, target or probe
     python benchmarks/reliability.py --render                     # re-render the report

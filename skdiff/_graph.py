@@ -34,17 +34,21 @@ _SPLIT_HINT = (
     "cross_validate(est, g.node_ids(), y, params={'graph': g}).")
 
 
+_FLOAT32_MAX = float(np.finfo(np.float32).max)
+
+
 def check_adjacency(adjacency, n, *, name="adjacency", what="rows of X", symmetrize=True,
                     split_hint=False):
     """Validate an adjacency matrix over ``n`` items and return it as float CSR.
 
     Accepts scipy sparse matrices/arrays, dense array-likes and torch tensors (dense or
-    sparse, :func:`~skdiff._checks.from_torch`). The matrix must be square,
-    ``n`` x ``n``, finite and non-negative. An asymmetric matrix is symmetrised as
-    ``max(A, A.T)`` (documented behaviour: edges are treated as undirected) when ``symmetrize``
-    is true, and refused otherwise. ``split_hint`` (an adjacency among the rows of ``X``):
-    a shape that a split of the rows produces (``n`` rows but more columns, or square but
-    larger than ``n``) is explained as such, with the ``Graph`` recipe for cross-validation.
+    sparse, :func:`~skdiff._checks.from_torch`). The matrix must be square, ``n`` x ``n``,
+    finite, non-negative and within the float32 range. An asymmetric matrix is symmetrised
+    as ``max(A, A.T)`` (documented behaviour: edges are treated as undirected) when
+    ``symmetrize`` is true, and refused otherwise. ``split_hint`` (an adjacency among the
+    rows of ``X``): a shape that a split of the rows produces (``n`` rows but more columns,
+    or square but larger than ``n``) is explained as such, with the ``Graph`` recipe for
+    cross-validation.
     """
     if adjacency is None:
         raise ValueError(f"'{name}' is None; pass a (n, n) matrix or omit it.")
@@ -91,6 +95,15 @@ def check_adjacency(adjacency, n, *, name="adjacency", what="rows of X", symmetr
     if A.data.size and A.data.min() < 0:
         raise ValueError(
             f"'{name}' has negative entries (min {A.data.min():g}); edge weights must be >= 0."
+        )
+    if A.data.size and A.data.max() > _FLOAT32_MAX:
+        # the models compute in float32: such a weight would become inf there, and the
+        # degree normalisation NaN
+        raise ValueError(
+            f"'{name}' has weights up to {A.data.max():g}, beyond the largest float32 "
+            f"({_FLOAT32_MAX:.4g}) that the models compute in; rescale it, e.g. "
+            f"{name} / {name}.max() (the graph terms normalise the weights by the node "
+            "degrees, with a unit self loop per node)."
         )
     A.eliminate_zeros()
     if (A != A.T).nnz:

@@ -148,7 +148,7 @@ def test_no_validation_split_that_leaves_fewer_than_two_training_rows():
     for n, train, valid in [(2, [0, 1], []), (3, [0, 1, 2], []), (4, [0, 1], [2, 3])]:
         split = est._validation_rows(FitData(rows=np.arange(n)))
         assert [part.tolist() for part in split] == [train, valid], n
-    two = _TinyRegressor(early_stopping=True, max_epochs=3).fit(X[:2], X[:2, 0])
+    two = _TinyRegressor(early_stopping=True, max_epochs=3, random_state=0).fit(X[:2], X[:2, 0])
     assert "valid_loss" not in two.history_[-1]
 
 
@@ -377,6 +377,17 @@ def test_check_adjacency_errors_and_symmetrisation():
         check_adjacency(A + np.nan, 3)
     with pytest.raises(ValueError, match="symmetric"):
         check_adjacency(A, 3, symmetrize=False)
+    # weights beyond float32 would be inf in the models' float32 arithmetic: refused with
+    # the largest weight and the fix (a DIFFormerRegressor predicted differently with A * 1e300
+    # than with A * 1e30); the largest float32 itself passes
+    with pytest.raises(ValueError) as info:
+        check_adjacency(A * 1e300, 3)
+    assert str(info.value) == (
+        "'adjacency' has weights up to 2e+300, beyond the largest float32 (3.403e+38) that "
+        "the models compute in; rescale it, e.g. adjacency / adjacency.max() (the graph terms "
+        "normalise the weights by the node degrees, with a unit self loop per node).")
+    top = float(np.finfo(np.float32).max)
+    assert check_adjacency(A / 2 * top, 3).max() == top
     import scipy.sparse as sp
 
     for complex_A in (A * 1j, sp.csr_matrix(A * 1j), sp.lil_matrix(A * 1j), (A * 1j).tolist()):

@@ -55,11 +55,14 @@ def normalized_adjacency(adjacency, self_loops=False):
     if not self_loops:
         A.setdiag(0)
     A.eliminate_zeros()
+    # degrees and the product in float64: a row of heavy weights (each within float32) can
+    # sum beyond float32's range; the weights themselves are float32 as the network reads them
+    A = A.astype(np.float64)
     deg = np.asarray(A.sum(axis=1)).ravel()
     inv = np.zeros_like(deg)
     np.divide(1.0, np.sqrt(deg), out=inv, where=deg > 0)
-    D = sp.diags(inv.astype(np.float32))
-    return (D @ A @ D).tocsr()
+    D = sp.diags(inv)
+    return (D @ A @ D).tocsr().astype(np.float32)
 
 
 def spread(S, G0, seeds, alpha, n_iter=N_ITER):

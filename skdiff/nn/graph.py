@@ -92,10 +92,12 @@ def normalized_adjacency(edge_index, edge_weight, n, *, symmetrize=True, layout=
     A = A.coalesce()
     row, col = A.indices()
     w = A.values()
-    deg = torch.zeros(n, dtype=w.dtype, device=device).index_add_(0, row, w)
+    # degrees in float64: heavy weights, each within float32, can sum beyond its range
+    deg = torch.zeros(n, dtype=torch.float64, device=device).index_add_(0, row, w.double())
     # deg >= 1 because of the unit self loop; the clamp guards zero-weight corner cases.
-    dinv = deg.clamp_min(torch.finfo(w.dtype).tiny).rsqrt()
-    out = torch.sparse_coo_tensor(A.indices(), dinv[row] * w * dinv[col], (n, n),
+    dinv = deg.clamp_min(torch.finfo(torch.float64).tiny).rsqrt()
+    values = (dinv[row] * w.double() * dinv[col]).to(w.dtype)
+    out = torch.sparse_coo_tensor(A.indices(), values, (n, n),
                                   check_invariants=False).coalesce()
     if layout == "csr":
         with warnings.catch_warnings():  # "sparse CSR support is in beta": used in core ops only

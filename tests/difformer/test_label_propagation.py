@@ -291,3 +291,15 @@ def test_a_fixed_network_weight_reaches_graph_mode_predictions(homophilous):
         train[:, None], y[train], graph=g).predict(rest[:, None]) for seed in (0, 1)]
     np.testing.assert_array_equal(preds[0], preds[1])
     assert np.mean(preds[0] == y[rest]) > 0.95
+
+
+def test_the_propagation_operator_of_heavy_weights_is_the_operator_of_light_ones():
+    # weights within float32 whose degrees (row sums) are not: the degrees are summed in
+    # float64 (in float32 they were inf, the operator NaN, and the regressor's smoothing
+    # check chose otherwise than for the same graph scaled by 1e30)
+    A = sp.random(60, 60, density=0.8, random_state=0, format="csr")
+    A = A.maximum(A.T)
+    S, heavy = normalized_adjacency(A), normalized_adjacency(A * 1e37)
+    assert np.isfinite(heavy.data).all() and heavy.dtype == np.float32
+    np.testing.assert_allclose(heavy.toarray(), S.toarray(), rtol=1e-5, atol=1e-7)
+

@@ -47,6 +47,18 @@ def test_unweighted_and_already_symmetric():
     np.testing.assert_allclose(G, dense_gcn_norm(A), rtol=1e-6)
 
 
+def test_heavy_weights_whose_degrees_pass_the_float32_range_normalise_as_light_ones():
+    # every weight is a float32 (3e38), but a node's degree (their sum) is not: the degrees
+    # are summed in float64, so the graph normalises as the same graph with unit weights
+    # (it came out as all zeros, the edges lost without a word)
+    A = np.array([[0, 1, 1], [1, 0, 1], [1, 1, 0]], dtype=float)
+    ei, _ = edge_index_from_scipy(sp.csr_matrix(A))
+    G = normalized_adjacency(ei, torch.full((ei.shape[1],), 3e38), 3).to_dense()
+    assert G.dtype == torch.float32
+    np.testing.assert_allclose(G.double().numpy(), dense_gcn_norm(A * 3e38), rtol=1e-6)
+    np.testing.assert_allclose(G.sum(1).numpy(), 1.0, rtol=1e-6)
+
+
 def test_empty_graph_is_identity():
     ei = torch.zeros((2, 0), dtype=torch.long)
     G = normalized_adjacency(ei, None, 4).to_dense()
