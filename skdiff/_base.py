@@ -20,14 +20,15 @@ hook                          what it returns
 ``_prepare_predict``          validated prediction inputs
 ============================  ==============================================================
 
-and may override ``_init_module`` (start from a closed-form solution), ``_finish_fit``
-(caches for prediction), ``_monitor`` (the early-stopping score), ``_net_kwargs``, and
-``_needs_validation_rows`` / ``_holds_out_rows`` (validation rows the estimator uses itself,
-with or without early stopping) and ``_n_validation`` (how many rows a split holds out). The
-base
-owns parameter validation, device, seeding, the training engine, ``n_init``, warm start and
-``partial_fit``, one validation-split policy per task (``_split_policy``), fit as a
-transaction, interruption, ``sample_posterior`` and persistence. The task layers
+and may override ``_init_module`` (start from a closed-form solution),
+``_continue_module`` (adapt the fitted module to the rows of ``partial_fit`` or a warm
+start), ``_finish_fit`` (caches for prediction), ``_monitor`` (the early-stopping score),
+``_net_kwargs``, and ``_needs_validation_rows`` / ``_holds_out_rows`` (validation rows the
+estimator uses itself, with or without early stopping) and ``_n_validation`` (how many rows
+a split holds out). The base owns parameter validation, device, seeding, the training
+engine, ``n_init``, warm start and ``partial_fit``, one validation-split policy per task
+(``_split_policy``), fit as a transaction, interruption, ``sample_posterior`` and
+persistence. The task layers
 (:mod:`skdiff._tasks`) add what classifiers and regressors share.
 
 It is also the only module that imports private scikit-learn helpers.
@@ -801,6 +802,10 @@ class NeuralEstimatorBase(EstimatorBase):
     def _init_module(self, module, data, train, valid):
         """Set a freshly built module's starting point (default: leave it as built)."""
 
+    def _continue_module(self, data, train, valid, partial):
+        """Adapt the fitted module to a continued fit's rows before it trains on them
+        (``partial``: ``partial_fit``, else a warm start; default: nothing)."""
+
     def _finish_fit(self, data, train, valid):
         """Compute what prediction needs once training is done (default: nothing)."""
 
@@ -832,6 +837,7 @@ class NeuralEstimatorBase(EstimatorBase):
             train_ds, valid_ds = self._make_datasets(data, train, valid)
             epochs = 1 if partial else None
             if warm:
+                self._continue_module(data, train, valid, partial)
                 self._train(None, train_ds, valid_ds, epochs=epochs)
             else:
                 self._train_inits(data, train, valid, train_ds, valid_ds, epochs)

@@ -8,11 +8,12 @@ standardised with its mean and standard deviation over all training samples and 
 
 from __future__ import annotations
 
+import copy
 import warnings
 
 import numpy as np
 
-__all__ = ["check_ragged", "logistic_skip", "ridge_skip"]
+__all__ = ["check_ragged", "logistic_skip", "ridge_skip", "row_hashes", "updated_ridge_skip"]
 
 
 def check_ragged(X):
@@ -84,7 +85,8 @@ def _penalty(F_all, ys, w_all, rows, eye):
     return RIDGE_PENALTIES[int(np.argmin(errors))]
 
 
-def ridge_skip(F_all, ys, rows, n_skip_outputs, weights=None, anchor=None):
+def ridge_skip(F_all, ys, rows, n_skip_outputs, weights=None, anchor=None,
+               return_state=False):
     """Closed-form ridge start of the instance-norm linear skip.
 
     ``F_all`` (n, f) are the skip's features of every row and ``ys`` (n, k) the standardised
@@ -115,31 +117,212 @@ def ridge_skip(F_all, ys, rows, n_skip_outputs, weights=None, anchor=None):
     Returns ``(weight, bias)`` of shapes (n_skip_outputs, f) and (n_skip_outputs,): the
     first k rows hold the ridge solution; with a Gaussian head (``n_skip_outputs == 2k``)
     the last k biases start at the inverse softplus of the ridge's residual variance.
+    ``return_state``: also a :class:`SkipState` that :func:`updated_ridge_skip` continues
+    with further rows.
     """
     w_all = np.ones(len(F_all)) if weights is None else np.asarray(weights, dtype=np.float64)
     rows = np.asarray(rows)
     F, y = F_all, ys
     anchored = anchor is not None and _n_folds(len(rows)) >= 2
     if anchored:
-        last, window = anchor
-        F = F_all.copy()
-        F[:, window] -= F_all[:, last:last + 1]
-        y = ys - F_all[:, last:last + 1]
+        F, y = _anchored(F_all, ys, anchor)
     eye = np.eye(F.shape[1])
     alpha = _penalty(F, y, w_all, rows, eye)
     f_mean, y_mean, Fc, yc, w, gram, rhs = _centred(F, y, w_all, rows)
     W = np.linalg.solve(gram + alpha * eye, rhs)
     b = y_mean - f_mean @ W
-    resid = np.maximum(w @ (yc - Fc @ W) ** 2, 1e-4)
-    if anchored:  # the same map on the unshifted features
+    resid = w @ (yc - Fc @ W) ** 2
+    weight, bias = _skip_parameters(W, b, resid, anchor if anchored else None, n_skip_outputs)
+    if not return_state:
+        return weight, bias
+    Fs, ys_ = (F, y) if anchored or anchor is None else _anchored(F_all, ys, anchor)
+    state = SkipState(RidgeMoments.of(Fs[rows], ys_[rows], w_all[rows]), alpha, anchor,
+                      n_skip_outputs)
+    return weight, bias, state
+
+
+def _anchored(F_all, ys, anchor):
+    """The features and targets of the ridge relative to persistence (``ridge_skip``)."""
+    last, window = anchor
+    F = F_all.copy()
+    F[:, window] -= F_all[:, last:last + 1]
+    return F, ys - F_all[:, last:last + 1]
+
+
+def _skip_parameters(W, b, resid, anchor, n_skip_outputs):
+    """The skip's ``(weight, bias)`` from a ridge solution ``W`` (f, k), ``b`` (k,) with
+    residual variances ``resid`` (k,), fitted relative to persistence when ``anchor``."""
+    W = W.copy()
+    if anchor is not None:  # the same map on the unshifted features
+        last, window = anchor
         W[last] += 1.0 - W[window].sum(0)
-    k = ys.shape[1]
-    weight = np.zeros((n_skip_outputs, F_all.shape[1]))
+    k = W.shape[1]
+    weight = np.zeros((n_skip_outputs, W.shape[0]))
     bias = np.zeros(n_skip_outputs)
     weight[:k], bias[:k] = W.T, b
     if n_skip_outputs == 2 * k:  # Gaussian head: inverse softplus of the residual variance
-        bias[k:] = np.log(np.expm1(resid))
+        bias[k:] = np.log(np.expm1(np.maximum(resid, 1e-4)))
     return weight, bias
+
+
+class RidgeMoments:
+    """Weighted sums over some rows of a ridge's features ``f`` (p,) and targets ``y`` (k,):
+    ``sum w``, ``sum w f``, ``sum w y``, ``sum w f f^T``, ``sum w f y^T``, ``sum w y y^T``
+    and the number of rows. They add and subtract, so the ridge of all rows seen so far,
+    its solution without some of them and the error of a solution on a batch of rows all
+    come from them without the rows (O(p^2) memory, whatever the rows)."""
+
+    __slots__ = ("w", "f", "y", "ff", "fy", "yy", "n")
+
+    def __init__(self, w, f, y, ff, fy, yy, n):
+        self.w, self.f, self.y, self.ff, self.fy, self.yy, self.n = w, f, y, ff, fy, yy, n
+
+    @classmethod
+    def of(cls, F, Y, weights):
+        """The moments of rows ``F`` (n, p), ``Y`` (n, k) weighted by ``weights`` (n,)."""
+        F, Y = np.asarray(F, dtype=np.float64), np.asarray(Y, dtype=np.float64)
+        w = np.asarray(weights, dtype=np.float64)
+        wF, wY = w[:, None] * F, w[:, None] * Y
+        return cls(float(w.sum()), wF.sum(0), wY.sum(0), F.T @ wF, wF.T @ Y, Y.T @ wY, len(F))
+
+    def _parts(self):
+        return self.w, self.f, self.y, self.ff, self.fy, self.yy, self.n
+
+    def __add__(self, other):
+        return RidgeMoments(*(a + b for a, b in zip(self._parts(), other._parts())))
+
+    def __sub__(self, other):
+        return RidgeMoments(*(a - b for a, b in zip(self._parts(), other._parts())))
+
+    def normal_equations(self):
+        """The weighted means of ``f`` and ``y`` and the centred normal equations (the
+        weighted covariance of ``f`` and that of ``f`` with ``y``), as :func:`_centred`."""
+        f_mean, y_mean = self.f / self.w, self.y / self.w
+        gram = self.ff / self.w - np.outer(f_mean, f_mean)
+        return f_mean, y_mean, gram, self.fy / self.w - np.outer(f_mean, y_mean)
+
+    def solve(self, alpha):
+        """The ridge ``(W (p, k), b (k,))`` of these rows with penalty ``alpha`` on the
+        weighted covariance, as :func:`ridge_skip` solves it."""
+        f_mean, y_mean, gram, rhs = self.normal_equations()
+        W = np.linalg.solve(gram + alpha * np.eye(len(f_mean)), rhs)
+        return W, y_mean - f_mean @ W
+
+    def residual(self, W, b):
+        """The weighted mean squared error of ``F W + b`` on these rows, per output (k,)."""
+        WtfY = np.einsum("pk,pk->k", W, self.fy)
+        WtffW = np.einsum("pk,pq,qk->k", W, self.ff, W)
+        total = (np.diag(self.yy) - 2 * WtfY - 2 * b * self.y + WtffW
+                 + 2 * b * (self.f @ W) + self.w * b ** 2)
+        return np.maximum(total, 0.0) / self.w
+
+
+class SkipState:
+    """What :func:`updated_ridge_skip` needs of the rows a fixed ridge skip has seen: their
+    :class:`RidgeMoments`, the penalty in use, the summed squared errors of each penalty
+    on the rows that came after the first batch (each scored before it was added), the
+    anchor, the skip's number of outputs and the sorted :func:`row_hashes` of the rows
+    seen (8 bytes a row)."""
+
+    def __init__(self, moments, alpha, anchor, n_skip_outputs, seen=None):
+        self.moments, self.alpha = moments, alpha
+        self.errors = np.zeros(len(RIDGE_PENALTIES))
+        self.anchor, self.n_skip_outputs = anchor, n_skip_outputs
+        self.seen = np.zeros(0, dtype=np.uint64) if seen is None else np.unique(seen)
+
+
+_FNV_OFFSET, _FNV_PRIME = np.uint64(0xCBF29CE484222325), np.uint64(0x100000001B3)
+
+
+def row_hashes(*arrays):
+    """A 64-bit hash of each row of ``arrays`` (aligned by rows), from the rows' bytes:
+    equal rows hash alike, whatever batch they come in. FNV-style over 8-byte words, a
+    vectorised pass over the words (columns), not the rows."""
+    n = len(arrays[0])
+    h = np.full(n, _FNV_OFFSET, dtype=np.uint64)
+    for a in arrays:
+        raw = np.ascontiguousarray(a).reshape(n, -1).view(np.uint8)
+        pad = -raw.shape[1] % 8
+        if pad:
+            raw = np.concatenate([raw, np.zeros((n, pad), dtype=np.uint8)], axis=1)
+        for word in np.ascontiguousarray(raw).view(np.uint64).T:
+            h = (h ^ word) * _FNV_PRIME  # wraps modulo 2**64
+    return h
+
+
+def updated_ridge_skip(state, F, ys, weights, hashes, held_out=None):
+    """The ridge skip refitted after a new batch of rows, for ``partial_fit``.
+
+    The batch's features ``F`` (m, f) and standardised targets ``ys`` (m, k), weighted by
+    ``weights`` (m,), join the rows the skip has seen (``state``, left as it is: the
+    updated state is returned); the
+    ridge is solved on all of them from their moments (:class:`RidgeMoments`), as
+    :func:`ridge_skip` would on the rows together (same anchor). A row seen before (equal
+    ``hashes``, :func:`row_hashes` of the row's sequence and target) is not counted again,
+    so that calling ``partial_fit`` on the same rows epoch after epoch fits the skip to
+    them once.
+
+    The penalty is chosen, as in :func:`ridge_skip`, by forward chaining, here over the
+    whole stream: the new rows, in the order given, are cut into up to ``RIDGE_SPLITS``
+    consecutive parts, and each part is scored by every penalty's ridge of all the rows
+    before it (earlier batches and earlier parts) before it joins them. Every row after
+    the first batch is scored once, by a ridge that has not seen it (a prequential
+    evaluation), and the penalty with the lowest summed (weighted) squared error over all
+    of them is used; until then, the first batch's choice stays. ``held_out`` (a boolean
+    mask of the batch's rows) also returns the solution without those rows, for the
+    calibration of the intervals on rows the skip has not seen (a held-out row seen
+    before with another weight is taken out with its new one).
+
+    Returns ``(skip, unseen, state)``: ``skip`` is ``(weight, bias)`` as :func:`ridge_skip`
+    returns them (``None`` while the rows seen are fewer than six: the skip is kept),
+    ``unseen`` the same without the held-out rows (``None`` when nothing is held out or too
+    few rows remain), ``state`` the state with the batch.
+    """
+    state = copy.copy(state)  # the caller's state is kept (a failed fit restores it)
+    if state.anchor is not None:
+        F, ys = _anchored(F, ys, state.anchor)
+    weights = np.asarray(weights, dtype=np.float64)
+    once = np.zeros(len(F), dtype=bool)
+    once[np.unique(hashes, return_index=True)[1]] = True  # the first of equal rows
+    new = np.flatnonzero(once & ~np.isin(hashes, state.seen))
+    if new.size:
+        state.seen = np.union1d(state.seen, hashes[new])
+        for part in np.array_split(new, min(RIDGE_SPLITS, new.size)):
+            moments = RidgeMoments.of(F[part], ys[part], weights[part])
+            if state.moments.n >= 2 and moments.w > 0:
+                state.errors = state.errors + moments.w * _residuals_by_penalty(
+                    state.moments, moments)
+            state.moments = state.moments + moments
+        if state.errors.any():
+            state.alpha = RIDGE_PENALTIES[int(np.argmin(state.errors))]
+    total = state.moments
+    if total.n < 6:
+        return None, None, state
+
+    def parameters(moments):
+        W, b = moments.solve(state.alpha)
+        return _skip_parameters(W, b, moments.residual(W, b), state.anchor,
+                                state.n_skip_outputs)
+
+    unseen = None
+    if held_out is not None and np.any(held_out & once):
+        out = held_out & once
+        rest = total - RidgeMoments.of(F[out], ys[out], weights[out])
+        unseen = parameters(rest) if rest.n >= 6 else None
+    return parameters(total), unseen, state
+
+
+def _residuals_by_penalty(fitted, scored):
+    """The mean squared error on the rows of ``scored`` (:class:`RidgeMoments`) of the
+    ridge of ``fitted`` for each of ``RIDGE_PENALTIES`` (one eigendecomposition)."""
+    f_mean, y_mean, gram, rhs = fitted.normal_equations()
+    lam, V = np.linalg.eigh(gram)
+    Vr = V.T @ rhs
+    out = []
+    for a in RIDGE_PENALTIES:
+        W = V @ (Vr / (np.maximum(lam, 0.0) + a)[:, None])
+        out.append(scored.residual(W, y_mean - f_mean @ W).mean())
+    return np.array(out)
 
 
 #: Inverse L2 penalties tried for the classifier's logistic start, and its most folds.
