@@ -181,6 +181,9 @@ Its moments are kept up to 1,024 skip features (``3 C + L
 C``: 8 MB); beyond, and for the classifier's fixed logistic skip, the skip is fitted to the
 first call's rows and kept, so a first call on a small batch caps the model near that
 batch's linear fit: start with a representative batch, or refit on the rows so far.
+A correction of the encoder that a call's one-standard-error test set aside
+(``encoder_used_=False``: predictions are the skip's) is trained on by the next call, and
+judged again at its end.
 With ``early_stopping=True`` the best-validation weights
 seen so far are restored at the end of every call (skorch's
 ``EarlyStopping(load_best=True)``).
@@ -622,7 +625,19 @@ class FlowformerRegressor(RegressorTask, _FlowformerBase):
         rather than of the first batch; the encoder then trains on the residual of that
         skip. With a calibration, the skip refitted without this call's validation rows is
         the one the intervals are calibrated with, as in ``fit``. A warm start (as a rule
-        the same rows again) keeps the skip."""
+        the same rows again) keeps the skip.
+
+        Both continue training the encoder's correction where the last call left it: when
+        that call's one-standard-error test set the correction aside
+        (:meth:`_keep_better_forecast`), it is put back first, so that training across
+        calls accumulates (each call is judged again at its end)."""
+        unused = getattr(self, "_unused_head_", None)
+        if unused is not None:
+            head, k = self.module_.head, self.n_outputs_
+            with torch.no_grad():
+                head.weight[:k] = torch.as_tensor(unused[0], device=head.weight.device)
+                head.bias[:k] = torch.as_tensor(unused[1], device=head.bias.device)
+            self._unused_head_ = None
         state = getattr(self, "_ridge_state_", None)
         if not partial or state is None:
             return
@@ -695,6 +710,7 @@ class FlowformerRegressor(RegressorTask, _FlowformerBase):
         one (:func:`_forecast_comparison_se`), not that of independent rows.
         """
         self.encoder_used_ = True
+        self._unused_head_ = None
         if not (self.skip_ == "window" and self._gaussian and len(valid)):
             return
         k = self.n_outputs_
@@ -714,6 +730,8 @@ class FlowformerRegressor(RegressorTask, _FlowformerBase):
                                        n_outputs=self.n_outputs_)
         if not better:
             self.encoder_used_ = False
+            # the trained correction, which a continued fit trains on (_continue_module)
+            self._unused_head_ = tuple(t.cpu().numpy() for t in saved)
             return
         with torch.no_grad():
             head.weight[:k], head.bias[:k] = saved

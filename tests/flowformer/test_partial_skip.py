@@ -161,3 +161,26 @@ def test_partial_fit_on_a_stream_ends_near_the_ridge_of_all_its_rows():
     loop.partial_fit(X[25:475], y[25:475])
     np.testing.assert_array_equal(loop.module_.skip.weight.detach(), kept)
     assert r2_score(y_test, loop.predict(X_test)) > 0.99
+
+
+def test_a_continued_fit_trains_on_the_correction_the_last_call_set_aside():
+    # when the one-standard-error test sets the encoder's correction aside (its head's mean
+    # rows zeroed for predict), the next partial_fit starts from the trained correction,
+    # not from zero, so training accumulates over calls
+    from skorch.callbacks import Callback
+
+    class HeadAtStart(Callback):
+        def on_train_begin(self, net, **kwargs):
+            self.weight_ = net.module_.head.weight.detach().clone()
+
+    X, y = make_regression(n_samples=300, n_features=16, noise=1.0, random_state=0)
+    probe = HeadAtStart()
+    reg = FlowformerRegressor(n_layers=1, hidden_dim=16, max_epochs=3, random_state=0,
+                              callbacks=[probe]).fit(X, y)
+    assert not reg.encoder_used_  # a linear target: the ridge forecast alone
+    k = reg.n_outputs_
+    assert not reg.module_.head.weight[:k].any()
+    set_aside = reg._unused_head_[0].copy()
+    assert np.abs(set_aside).max() > 0
+    reg.partial_fit(X[:100], y[:100])
+    np.testing.assert_array_equal(probe.weight_[:k].numpy(), set_aside)
