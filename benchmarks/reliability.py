@@ -48,6 +48,7 @@ ROOT = HERE.parent
 sys.path[:0] = [str(HERE), str(ROOT)]
 
 from _reliability_core import OUTCOMES, execute  # noqa: E402
+from _results import command  # noqa: E402
 
 DEFAULT_JSON = HERE / "results" / "reliability.json"
 DEFAULT_DOC = ROOT / "docs" / "benchmarks" / "reliability.md"
@@ -255,8 +256,7 @@ def meta(argv, wall, workers, memory_gb, timeout_scale, n):
         commit = "unknown"
     load = os.getloadavg()[0] if hasattr(os, "getloadavg") else float("nan")
     return dict(
-        command="OMP_NUM_THREADS=1 python benchmarks/reliability.py " + " ".join(
-            a for a in argv if not a.startswith("/")),
+        command=command("reliability.py", argv),
         date=dt.date.today().isoformat(), commit=commit,
         hardware=f"{os.cpu_count()}-core CPU ({platform.machine()}), shared with other jobs "
                  f"(load average {load:.1f} at the end)",
@@ -275,8 +275,7 @@ def _merge(old, records, argv, wall):
     merged = [by_id[i] for i in current if i in by_id]
     m = dict(old["meta"])
     m.setdefault("updates", []).append(dict(
-        command="OMP_NUM_THREADS=1 python benchmarks/reliability.py " + " ".join(
-            a for a in argv if not a.startswith("/")),
+        command=command("reliability.py", argv),
         date=dt.date.today().isoformat(), n_probes=len(records), wall_s=round(wall)))
     m["n_probes"] = len(merged)
     return {"meta": m, "probes": merged}
