@@ -186,7 +186,9 @@ A correction of the encoder that a call's one-standard-error test set aside
 judged again at its end.
 With ``early_stopping=True`` the best-validation weights
 seen so far are restored at the end of every call (skorch's
-``EarlyStopping(load_best=True)``).
+``EarlyStopping(load_best=True)``): each call holds out its own last rows and keeps its
+epoch only if it improves them, which on a stream of small calls slows the encoder's
+learning (see the Flowformer guide; ``early_stopping=False`` trains on every row).
 """
 FLOWFORMER_DOCS["parameters"] = ["network_parameters", "training_parameters"]
 FLOWFORMER_DOCS["network_parameters"] = [
