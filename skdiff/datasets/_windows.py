@@ -33,8 +33,9 @@ def make_windows(series, window, horizon, stride=1, *, target=None):
     stride : int, default=1
         Step between the starts of consecutive windows.
     target : int, sequence of int or None, default=None
-        Channels of a (T, C) series that form ``y``; ``None`` uses all channels. An int gives
-        a 2-D ``y`` of shape (n, horizon).
+        Channels of a (T, C) series that form ``y``, each named once (negative indices count
+        from the end); ``None`` uses all channels. An int gives a 2-D ``y`` of shape
+        (n, horizon).
 
     Returns
     -------
@@ -91,5 +92,10 @@ def make_windows(series, window, horizon, stride=1, *, target=None):
                 f"'target' must be channel indices in [0, {C}) (or counted from the end, "
                 f"down to -{C}); got {target!r}."
             )
+        repeated = idx % C
+        if np.unique(repeated).size != repeated.size:
+            raise ValueError(
+                f"'target' must name each channel once (each output of y is one channel); "
+                f"got {target!r}, channels {repeated.tolist()} of {C}.")
         y = y[:, :, int(target)] if np.ndim(target) == 0 else y[:, :, idx]
     return X, np.ascontiguousarray(y)

@@ -64,3 +64,15 @@ def test_an_empty_target_is_refused():
 def test_a_nested_target_is_refused():
     with pytest.raises(ValueError, match=r"'target' must be channel indices in \[0, 3\)"):
         make_windows(np.zeros((20, 3)), window=4, horizon=1, target=[[0]])
+
+
+def test_a_channel_named_twice_in_target_is_refused():
+    # [0, 0] (or 0 and -3 of three channels) gave a y with the same output twice
+    for target in ([0, 0], [0, -3]):
+        with pytest.raises(ValueError) as info:
+            make_windows(np.zeros((20, 3)), window=4, horizon=1, target=target)
+        assert str(info.value) == (
+            "'target' must name each channel once (each output of y is one channel); got "
+            f"{target!r}, channels [0, 0] of 3.")
+    X, y = make_windows(np.arange(60.0).reshape(20, 3), window=4, horizon=1, target=[2, 0])
+    assert y.shape == (16, 1, 2) and y[0, 0].tolist() == [14.0, 12.0]
