@@ -254,10 +254,10 @@ def updated_ridge_skip(state, F, ys, weights, hashes, held_out=None):
     """The ridge skip refitted after a new batch of rows, for ``partial_fit``.
 
     The batch's features ``F`` (m, f) and standardised targets ``ys`` (m, k), weighted by
-    ``weights`` (m,), join the rows the skip has seen (``state``, left as it is: the
-    updated state is returned); the
-    ridge is solved on all of them from their moments (:class:`RidgeMoments`), as
-    :func:`ridge_skip` would on the rows together (same anchor). A row seen before (equal
+    ``weights`` (m,), join the rows the skip has seen (``state`` is left as it is; the
+    updated state is returned), and the ridge is solved on all of them from their moments
+    (:class:`RidgeMoments`), as :func:`ridge_skip` would on the rows together (same
+    anchor). A row seen before (equal
     ``hashes``, :func:`row_hashes` of the row's sequence and target) is not counted again,
     so that calling ``partial_fit`` on the same rows epoch after epoch fits the skip to
     them once.

@@ -177,10 +177,11 @@ rows: ``FlowformerRegressor()`` first called on 200 of the 4,261 windows of the 
 year of ETTh1's OT (lookback 96, horizon 24, stride 2) and then on the rest, 200 a call,
 forecasts the next four months with a standardised MSE of 0.051 (``fit`` on all of them:
 0.051, a ridge 0.052, the first call alone 0.458; ``benchmarks/partial_fit_stream.py``).
-Its moments are kept up to 1,024 skip features (``3 C + L
-C``: 8 MB); beyond, and for the classifier's fixed logistic skip, the skip is fitted to the
-first call's rows and kept, so a first call on a small batch caps the model near that
-batch's linear fit: start with a representative batch, or refit on the rows so far.
+Its moments are kept up to 1,024 skip features (``3 C + L C`` for ``C`` channels of
+length ``L``: 8 MB); beyond, and for the classifier's fixed logistic skip, the skip is
+fitted to the first call's rows and kept, so a first call on a small batch caps the model
+near that batch's linear fit: start with a representative batch, or refit on the rows so
+far.
 A correction of the encoder that a call's one-standard-error test set aside
 (``encoder_used_=False``: predictions are the skip's) is trained on by the next call, and
 judged again at its end.
