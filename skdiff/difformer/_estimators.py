@@ -1256,7 +1256,9 @@ class DIFFormerRegressor(RegressorTask, _DIFFormerBase):
         trains all ``max_epochs`` on the others; held-out rows stay in the network's input,
         unlabelled, as the nodes of a graph do); off in graph mode (``graph=``) and with
         ``early_stopping=False``. ``True``: in every fit (an error with
-        ``early_stopping=False``).
+        ``early_stopping=False``). A continued fit (``partial_fit``, a warm start) whose
+        call holds out too few rows to compare keeps the last comparison's choice: where
+        that was the ridge, the ridge it fitted goes on predicting.
         Needs the Gaussian head and features mode (not ``graph=``). On fully labelled
         tables the network alone loses to a ridge where the target is close to linear in
         the features, and on small tables: test mean squared error 3-6 times the ridge's
@@ -1480,6 +1482,13 @@ class DIFFormerRegressor(RegressorTask, _DIFFormerBase):
         """``linear_fallback=True`` (numpy's ``True`` too), as opposed to ``"auto"``."""
         return not isinstance(self.linear_fallback, str) and bool(self.linear_fallback)
 
+    def _continue_module(self, data, train, valid, partial):
+        """Remember the last comparison's outcome: a continued call too small to compare
+        the network with the ridge keeps it (:meth:`_fallback_outputs`)."""
+        if hasattr(self, "network_used_"):
+            self._previous_fallback = (self.network_used_, self.linear_fallback_,
+                                       self.__dict__.get("_fallback_graph_scale"))
+
     def _fallback_on(self, data, valid):
         """Whether ``linear_fallback`` compares the network with a ridge in this fit:
         always with ``True``; with ``"auto"`` in the fits that hold out rows for it
@@ -1497,9 +1506,18 @@ class DIFFormerRegressor(RegressorTask, _DIFFormerBase):
         leave-one-out squared error there (per output): an out-of-sample estimate that
         needs no calibration (``std_scale_`` stays 1).
         """
+        previous = self.__dict__.pop("_previous_fallback", None)
         self.network_used_, self.linear_fallback_ = True, None
         self._fallback_graph_scale = None
         if not self._fallback_on(data, valid):
+            if previous is not None and not previous[0]:
+                # a continued fit (partial_fit) whose call holds out too few rows to compare
+                # keeps the ridge the last comparison chose, rather than switching to the
+                # network unjudged
+                self.network_used_ = False
+                self.linear_fallback_, self._fallback_graph_scale = previous[1:]
+                self.__dict__.pop("_device_summaries", None)
+                return self._ridge_outputs(self._fallback_features(data.inputs))
             return outputs
         k = self.n_outputs_
         targets = data.targets.reshape(len(data.targets), k)

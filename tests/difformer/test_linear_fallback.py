@@ -335,3 +335,23 @@ def test_a_fallback_fit_round_trips(linear, tmp_path):
         np.testing.assert_array_equal(other.sample_posterior(Xte, 4, random_state=0),
                                       reg.sample_posterior(Xte, 4, random_state=0))
         assert set(vars(other)) == set(vars(reg))
+
+
+def test_a_partial_fit_call_too_small_to_compare_keeps_the_ridge():
+    # the first call (25 rows: 5 held out) chooses the ridge on a linear target; later calls
+    # of 15 rows hold out 2, too few to compare, and switched to the network unjudged (test
+    # R2 0.99 -> -0.10 after 30 such calls); now they keep the ridge the comparison chose
+    X, y = make_regression(n_samples=525, n_features=20, n_informative=10, noise=10.0,
+                           random_state=0)
+    reg = DIFFormerRegressor(random_state=0).partial_fit(X[:25], y[:25])
+    assert not reg.network_used_
+    ridge, before = reg.linear_fallback_, reg.predict(X[25:])
+    for i in range(3):
+        reg.partial_fit(X[25 + 15 * i:40 + 15 * i], y[25 + 15 * i:40 + 15 * i])
+        assert not reg.network_used_ and reg.linear_fallback_ is ridge
+    np.testing.assert_array_equal(reg.predict(X[25:]), before)
+    # the call's rows are the ridge's predictions too
+    np.testing.assert_allclose(reg.transduction_, reg.predict(X[55:70]), rtol=1e-9)
+    # a call large enough to compare judges again
+    reg.partial_fit(X[100:], y[100:])
+    assert reg.linear_fallback_ is not ridge
