@@ -266,12 +266,17 @@ class FitData:
         ``rows`` by the estimator's policy.
     extra : dict
         The family's payload (tensors, targets, graphs), read by its own hooks.
+    continued : bool
+        Whether this fit continues a fitted estimator (``partial_fit`` or a warm start);
+        set by ``_fit``. Such a call's checks on too few validation rows keep what the last
+        call chose (calibration, the choice of a simpler model).
     """
 
     rows: np.ndarray
     strata: np.ndarray | None = None
     valid_rows: np.ndarray | None = None
     extra: dict = field(default_factory=dict)
+    continued: bool = False
 
     def __getattr__(self, name):
         try:
@@ -837,6 +842,7 @@ class NeuralEstimatorBase(EstimatorBase):
             train_ds, valid_ds = self._make_datasets(data, train, valid)
             epochs = 1 if partial else None
             if warm:
+                data.continued = True
                 self._continue_module(data, train, valid, partial)
                 self._train(None, train_ds, valid_ds, epochs=epochs)
             else:

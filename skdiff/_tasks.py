@@ -442,7 +442,7 @@ class RegressorTask(RegressorMixin, EstimatorBase):
         scale = self.std_scale_ if calibrated else np.ones(k)
         return raw[:, :k], np.sqrt(var) * scale.reshape((k,) + (1,) * (raw.ndim - 2))
 
-    def _calibrate_std(self, outputs, targets):
+    def _calibrate_std(self, outputs, targets, continued=False):
         r"""Fit ``std_scale_`` on the held-out validation rows: ``outputs()`` returns their raw
         outputs, ``targets`` holds their standardised targets (ones without a Gaussian head
         or with fewer than ``MIN_CALIBRATION_ROWS`` rows, when ``outputs`` is not called).
@@ -454,7 +454,13 @@ class RegressorTask(RegressorMixin, EstimatorBase):
         (:func:`conformal_quantile`), divided by the normal quantile, so that the central
         90 % interval covers a new row exchangeable with the validation rows with
         probability at least 0.9 (and at most :math:`0.9 + 1 / (n + 1)`). The empirical 0.9
-        quantile instead covers less than 0.9 on average with few rows."""
+        quantile instead covers less than 0.9 on average with few rows.
+
+        ``continued``: a continued fit (``partial_fit``, a warm start) whose call holds out
+        fewer than ``MIN_CALIBRATION_ROWS`` rows keeps the factor of the last calibration."""
+        if continued and len(targets) < MIN_CALIBRATION_ROWS and \
+                getattr(self, "std_scale_", None) is not None:
+            return
         self.std_scale_ = np.ones(self.n_outputs_)
         if not self._gaussian or len(targets) < MIN_CALIBRATION_ROWS:
             return

@@ -517,7 +517,7 @@ class _DIFFormerBase(NeuralEstimatorBase):
         ids = np.arange(inputs.n) if inputs.ids is None else inputs.ids
         valid = np.asarray(valid, dtype=np.intp)
         outputs = self._fallback_outputs(outputs, data, train, valid)
-        self._calibrate(outputs[ids[valid]], data.targets[valid])
+        self._calibrate(outputs[ids[valid]], data.targets[valid], data.continued)
         outputs = self._propagate_labels(outputs, data)
         self.transduction_ = self._predict_from_outputs(outputs)
         # graph mode: predictions on the fitted graph are rows of this forward
@@ -529,9 +529,10 @@ class _DIFFormerBase(NeuralEstimatorBase):
         simpler model (the network's own here)."""
         return outputs
 
-    def _calibrate(self, valid_outputs, valid_targets):
+    def _calibrate(self, valid_outputs, valid_targets, continued=False):
         """Fit what predictions calibrate on the validation rows' outputs (the network's own,
-        before any label propagation) and targets; nothing here."""
+        before any label propagation) and targets (``continued``: in a continued fit);
+        nothing here."""
 
     def _propagate_labels(self, outputs, data):
         """The fitted rows' outputs after the task's use of the known labels (none here)."""
@@ -1325,7 +1326,8 @@ class DIFFormerRegressor(RegressorTask, _DIFFormerBase):
     std_scale_ : ndarray of shape (n_outputs,)
         Calibration factor of the Gaussian head's standard deviation, fitted on the
         validation rows (ones without them, with fewer than 20, or with
-        ``uncertainty="mc_dropout"``).
+        ``uncertainty="mc_dropout"``; a ``partial_fit`` call or warm start with fewer than
+        20 keeps the last calibration's).
     label_propagation_ : bool
         Whether the known values were propagated over the graph (see
         ``label_propagation``).
@@ -1482,13 +1484,6 @@ class DIFFormerRegressor(RegressorTask, _DIFFormerBase):
         """``linear_fallback=True`` (numpy's ``True`` too), as opposed to ``"auto"``."""
         return not isinstance(self.linear_fallback, str) and bool(self.linear_fallback)
 
-    def _continue_module(self, data, train, valid, partial):
-        """Remember the last comparison's outcome: a continued call too small to compare
-        the network with the ridge keeps it (:meth:`_fallback_outputs`)."""
-        if hasattr(self, "network_used_"):
-            self._previous_fallback = (self.network_used_, self.linear_fallback_,
-                                       self.__dict__.get("_fallback_graph_scale"))
-
     def _fallback_on(self, data, valid):
         """Whether ``linear_fallback`` compares the network with a ridge in this fit:
         always with ``True``; with ``"auto"`` in the fits that hold out rows for it
@@ -1506,18 +1501,16 @@ class DIFFormerRegressor(RegressorTask, _DIFFormerBase):
         leave-one-out squared error there (per output): an out-of-sample estimate that
         needs no calibration (``std_scale_`` stays 1).
         """
-        previous = self.__dict__.pop("_previous_fallback", None)
+        ridge_kept = data.continued and not self.__dict__.get("network_used_", True)
+        if ridge_kept and not self._fallback_on(data, valid):
+            # a continued fit (partial_fit) whose call holds out too few rows to compare
+            # keeps the ridge the last comparison chose, rather than switching to the
+            # network unjudged
+            self.__dict__.pop("_device_summaries", None)
+            return self._ridge_outputs(self._fallback_features(data.inputs))
         self.network_used_, self.linear_fallback_ = True, None
         self._fallback_graph_scale = None
         if not self._fallback_on(data, valid):
-            if previous is not None and not previous[0]:
-                # a continued fit (partial_fit) whose call holds out too few rows to compare
-                # keeps the ridge the last comparison chose, rather than switching to the
-                # network unjudged
-                self.network_used_ = False
-                self.linear_fallback_, self._fallback_graph_scale = previous[1:]
-                self.__dict__.pop("_device_summaries", None)
-                return self._ridge_outputs(self._fallback_features(data.inputs))
             return outputs
         k = self.n_outputs_
         targets = data.targets.reshape(len(data.targets), k)
@@ -1626,11 +1619,11 @@ class DIFFormerRegressor(RegressorTask, _DIFFormerBase):
             features = features[inputs.ids]
         return self._ridge_outputs(features)
 
-    def _calibrate(self, valid_outputs, valid_targets):
+    def _calibrate(self, valid_outputs, valid_targets, continued=False):
         if not self.network_used_:  # the ridge's leave-one-out variance is out of sample
             self.std_scale_ = np.ones(self.n_outputs_)
             return
-        self._calibrate_std(lambda: valid_outputs, valid_targets)
+        self._calibrate_std(lambda: valid_outputs, valid_targets, continued)
 
     def _propagate_labels(self, outputs, data):
         """Spread the fitted values over the graph (``label_propagation``), see

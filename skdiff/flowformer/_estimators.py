@@ -435,6 +435,11 @@ def _forecast_comparison_se(dev, w, n_outputs):
     return mean_difference_se(dev, w, n_lags=int(n_outputs) - 1)
 
 
+#: A continued fit (``partial_fit``, a warm start) whose call holds out fewer rows than
+#: this keeps the last call's choice between the ridge forecast and the encoder's
+#: correction (:meth:`FlowformerRegressor._keep_better_forecast`).
+MIN_CONTINUED_COMPARISON_ROWS = 5
+
 #: ``partial_fit`` refits the fixed ridge skip from the moments of the rows seen, which the
 #: fitted estimator keeps, up to this many skip features (3 C + L C for C channels of
 #: length L; 8 MB of moments at the limit); beyond, the first call's skip stays.
@@ -510,7 +515,8 @@ class FlowformerRegressor(RegressorTask, _FlowformerBase):
         Calibration factor of the Gaussian head's std, fitted on the validation rows;
         exactly ones where the intervals are not calibrated: fewer than 20 validation rows
         (below 191 rows at ``validation_fraction=0.1``), ``early_stopping=False``, or
-        ``uncertainty="mc_dropout"``.
+        ``uncertainty="mc_dropout"``. A ``partial_fit`` call or warm start with fewer than
+        20 validation rows keeps the last calibration's.
     encoder_used_ : bool
         Whether ``predict`` adds the encoder's correction to the ridge forecast of the
         ``"window"`` skip. ``False`` unless the correction lowers the mean squared error on
@@ -519,7 +525,8 @@ class FlowformerRegressor(RegressorTask, _FlowformerBase):
         errors of overlapping windows: Newey-West over as many lags as outputs minus one),
         so that a series a linear autoregression forecasts as well gets that forecast;
         always ``True`` with another skip, with ``uncertainty="mc_dropout"`` or without
-        validation rows.
+        validation rows. A ``partial_fit`` call or warm start with fewer than 5 validation
+        rows keeps the last call's outcome.
     %(network_attributes)s
 
     See Also
@@ -675,7 +682,8 @@ class FlowformerRegressor(RegressorTask, _FlowformerBase):
 
     def _finish_fit(self, data, train, valid):
         self._keep_better_forecast(data, valid)
-        self._calibrate_std(lambda: self._unseen_outputs(data, valid), data.targets[valid])
+        self._calibrate_std(lambda: self._unseen_outputs(data, valid), data.targets[valid],
+                            data.continued)
 
     def _unseen_outputs(self, data, valid):
         """The network's raw outputs at the validation rows with the fixed ridge skip
@@ -710,8 +718,11 @@ class FlowformerRegressor(RegressorTask, _FlowformerBase):
         ridge forecast alone would have no spread: there the trained network is kept.)
         The validation rows are the latest windows in time order, and windows of one series
         that overlap have correlated errors, so the standard error is the Diebold-Mariano
-        one (:func:`_forecast_comparison_se`), not that of independent rows.
+        one (:func:`_forecast_comparison_se`), not that of independent rows. A continued
+        fit (``partial_fit``, a warm start) whose call holds out fewer than
+        ``MIN_CONTINUED_COMPARISON_ROWS`` rows keeps the last call's outcome.
         """
+        previous = self.__dict__.get("encoder_used_") if data.continued else None
         self.encoder_used_ = True
         self._unused_head_ = None
         if not (self.skip_ == "window" and self._gaussian and len(valid)):
@@ -727,10 +738,13 @@ class FlowformerRegressor(RegressorTask, _FlowformerBase):
                 head.weight[:k] = 0.0
                 head.bias[:k] = 0.0
             err_skip = ((self._outputs(data.X[valid])[:, :k] - target) ** 2).mean(1)
-        # one-standard-error rule: the encoder must lower the validation MSE by more than
-        # the standard error of the mean per-row difference
-        better, _, _ = beats_by_one_se(err_net, err_skip, w, se=_forecast_comparison_se,
-                                       n_outputs=self.n_outputs_)
+        if previous is not None and len(valid) < MIN_CONTINUED_COMPARISON_ROWS:
+            better = previous
+        else:
+            # one-standard-error rule: the encoder must lower the validation MSE by more
+            # than the standard error of the mean per-row difference
+            better, _, _ = beats_by_one_se(err_net, err_skip, w, se=_forecast_comparison_se,
+                                           n_outputs=self.n_outputs_)
         if not better:
             self.encoder_used_ = False
             # the trained correction, which a continued fit trains on (_continue_module)

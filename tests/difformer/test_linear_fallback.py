@@ -355,3 +355,17 @@ def test_a_partial_fit_call_too_small_to_compare_keeps_the_ridge():
     # a call large enough to compare judges again
     reg.partial_fit(X[100:], y[100:])
     assert reg.linear_fallback_ is not ridge
+
+
+def test_a_partial_fit_call_too_small_to_calibrate_keeps_the_calibration(friedman):
+    # the network is kept on Friedman #1 and its intervals calibrated on the held-out rows;
+    # a later call of 15 rows holds out 2, too few to calibrate (or to compare with the
+    # ridge): the scale stays (it was reset to 1, intervals fitted to the training rows)
+    X, y = friedman[:2]
+    reg = DIFFormerRegressor(random_state=0, max_epochs=60).fit(X[:300], y[:300])
+    assert reg.network_used_
+    scale = reg.std_scale_.copy()
+    assert not np.allclose(scale, 1.0)
+    reg.partial_fit(X[300:315], y[300:315])
+    assert reg.network_used_
+    np.testing.assert_array_equal(reg.std_scale_, scale)

@@ -10,6 +10,7 @@ from sklearn.linear_model import Ridge
 from sklearn.metrics import r2_score
 
 from skdiff import FlowformerRegressor
+from skdiff.datasets import make_windows
 from skdiff.flowformer._data import (
     RIDGE_PENALTIES,
     RIDGE_SPLITS,
@@ -184,3 +185,31 @@ def test_a_continued_fit_trains_on_the_correction_the_last_call_set_aside():
     assert np.abs(set_aside).max() > 0
     reg.partial_fit(X[:100], y[:100])
     np.testing.assert_array_equal(probe.weight_[:k].numpy(), set_aside)
+
+
+def test_a_continued_call_with_few_validation_rows_keeps_the_calibration_and_the_choice(
+        monkeypatch):
+    # a partial_fit call of 30 windows holds out 3: too few to calibrate the intervals
+    # (they were reset to an uncalibrated scale of 1) or to judge the encoder's correction
+    # (a one-standard-error test on 3 rows); both stay as the last call left them
+    import skdiff.flowformer._estimators as flow
+
+    rng = np.random.default_rng(0)
+    s = np.cumsum(rng.normal(size=700))
+    X, y = make_windows(s, 16, 2)
+    reg = FlowformerRegressor(n_layers=1, hidden_dim=16, max_epochs=3,
+                              random_state=0).fit(X[:400], y[:400])
+    scale, used = reg.std_scale_.copy(), reg.encoder_used_
+    assert not np.allclose(scale, 1.0)
+
+    def no_test(*args, **kwargs):
+        raise AssertionError("a continued call of 3 validation rows ran the comparison")
+
+    monkeypatch.setattr(flow, "beats_by_one_se", no_test)
+    reg.partial_fit(X[400:430], y[400:430])
+    np.testing.assert_array_equal(reg.std_scale_, scale)
+    assert reg.encoder_used_ == used
+    # a fresh fit on as few rows does compare (there is nothing to keep)
+    with pytest.raises(AssertionError, match="ran the comparison"):
+        FlowformerRegressor(n_layers=1, hidden_dim=16, max_epochs=1,
+                            random_state=0).fit(X[:30], y[:30])
