@@ -148,7 +148,10 @@ def test_no_validation_split_that_leaves_fewer_than_two_training_rows():
     for n, train, valid in [(2, [0, 1], []), (3, [0, 1, 2], []), (4, [0, 1], [2, 3])]:
         split = est._validation_rows(FitData(rows=np.arange(n)))
         assert [part.tolist() for part in split] == [train, valid], n
-    two = _TinyRegressor(early_stopping=True, max_epochs=3, random_state=0).fit(X[:2], X[:2, 0])
+    # one epoch: two rows under dropout 0.5 give a loss so noisy that over three epochs the
+    # divergence check fires for a few seeds (2 of 300 at two epochs), and which ones
+    # depends on the machine's arithmetic
+    two = _TinyRegressor(early_stopping=True, max_epochs=1, random_state=0).fit(X[:2], X[:2, 0])
     assert "valid_loss" not in two.history_[-1]
 
 
