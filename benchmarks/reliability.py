@@ -334,8 +334,10 @@ def render(json_path, doc_path):
         f"{m['n_probes']} probes in {m['wall_s'] / 60:.0f} min with {m['workers']} worker(s), "
         f"each under a {m['memory_limit_gb']:g} GB address-space limit and its own time limit "
         f"(x{m['timeout_scale']:g}). Timings were taken on a shared, loaded machine."
-        + "".join(f" Then `{u['command']}` ({u['date']}) re-ran {u['n_probes']} probes and "
-                  "replaced their records." for u in m.get("updates", [])),
+        + "".join(f" Then `{u['command']}` ({u['date']}) re-ran "
+                  + ("1 probe and replaced its record." if u["n_probes"] == 1 else
+                     f"{u['n_probes']} probes and replaced their records.")
+                  for u in m.get("updates", [])),
         "",
         "## Outcomes",
         "",
