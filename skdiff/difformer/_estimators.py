@@ -237,7 +237,12 @@ estimator fits the feature scaling and builds the network (``n_init`` networks, 
 epoch each, the best kept); later calls continue the kept network, whose number of
 features and outputs must not change. With ``early_stopping=True`` the
 best-validation weights seen so far are restored at the end of every call (skorch's
-``EarlyStopping(load_best=True)``).
+``EarlyStopping(load_best=True)``). Inductive prediction attends to the rows of the last
+call (``summaries_`` are computed at its end, with the weights it ends on), so after a
+stream of small calls the model predicts from the last batch alone: the classifier given
+``make_classification`` (3 classes) 15 rows a call scored 0.33 to 0.67 from one pass over
+475 rows to the next, 0.57 after one more call on all of them, where ``fit`` on them
+scores 0.79. Give the last call the rows predictions should attend to, or refit.
 """
 DIFFORMER_DOCS["predict_modes"] = """
 Without ``adjacency``, each row attends to the stored training rows only (inductive:
