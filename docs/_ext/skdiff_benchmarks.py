@@ -313,14 +313,10 @@ def _partial_fit_stream(doc):
     names = {"ett": "ETTh1 OT (lookback 96, horizon 24)",
              "regression": "make_regression read as sequences of 20 steps",
              "logistic": "noisy logistic map (lookback 8, horizon 1), 10 passes"}
-
-    def cell(value):
-        return "–" if value is None else f"{value:.4g}"
-
     rows = [[names.get(r["stream"], r["stream"]), r["metric"], f"{r['rows']:,}",
-             cell(r["first_call"]), cell(r["after_stream"]),
-             cell(r.get("after_stream_no_early_stopping")), cell(r.get("after_epoch_loop")),
-             cell(r["fit"]), cell(r["ridge"])] for r in doc["rows"]]
+             *(_s(r.get(key), ".4g") for key in (
+                 "first_call", "after_stream", "after_stream_no_early_stopping",
+                 "after_epoch_loop", "fit", "ridge"))] for r in doc["rows"]]
     return ["stream", "metric", "rows", "first call", "after the stream",
             "after the stream, early_stopping=False", "epoch loop on the same rows",
             "fit on all rows", "ridge on all rows"], rows

@@ -1506,8 +1506,8 @@ class DIFFormerRegressor(RegressorTask, _DIFFormerBase):
         leave-one-out squared error there (per output): an out-of-sample estimate that
         needs no calibration (``std_scale_`` stays 1).
         """
-        ridge_kept = data.continued and not self.__dict__.get("network_used_", True)
-        if ridge_kept and not self._fallback_on(data, valid):
+        compare = self._fallback_on(data, valid)
+        if not compare and data.continued and not self.__dict__.get("network_used_", True):
             # a continued fit (partial_fit) whose call holds out too few rows to compare
             # keeps the ridge the last comparison chose, rather than switching to the
             # network unjudged
@@ -1515,7 +1515,7 @@ class DIFFormerRegressor(RegressorTask, _DIFFormerBase):
             return self._ridge_outputs(self._fallback_features(data.inputs))
         self.network_used_, self.linear_fallback_ = True, None
         self._fallback_graph_scale = None
-        if not self._fallback_on(data, valid):
+        if not compare:
             return outputs
         k = self.n_outputs_
         targets = data.targets.reshape(len(data.targets), k)

@@ -224,11 +224,11 @@ class SkipState:
     anchor, the skip's number of outputs and the sorted :func:`row_hashes` of the rows
     seen (8 bytes a row)."""
 
-    def __init__(self, moments, alpha, anchor, n_skip_outputs, seen=None):
+    def __init__(self, moments, alpha, anchor, n_skip_outputs):
         self.moments, self.alpha = moments, alpha
         self.errors = np.zeros(len(RIDGE_PENALTIES))
         self.anchor, self.n_skip_outputs = anchor, n_skip_outputs
-        self.seen = np.zeros(0, dtype=np.uint64) if seen is None else np.unique(seen)
+        self.seen = np.zeros(0, dtype=np.uint64)
 
 
 _FNV_OFFSET, _FNV_PRIME = np.uint64(0xCBF29CE484222325), np.uint64(0x100000001B3)

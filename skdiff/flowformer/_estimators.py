@@ -727,8 +727,27 @@ class FlowformerRegressor(RegressorTask, _FlowformerBase):
         self._unused_head_ = None
         if not (self.skip_ == "window" and self._gaussian and len(valid)):
             return
-        k = self.n_outputs_
-        head = self.module_.head
+        if previous is not None and len(valid) < MIN_CONTINUED_COMPARISON_ROWS:
+            better = previous  # the last call's outcome: too few rows to judge again
+        else:
+            better = self._correction_beats_ridge(data, valid)
+        if better:
+            return
+        k, head = self.n_outputs_, self.module_.head
+        self.encoder_used_ = False
+        # the trained correction, which a continued fit trains on (_continue_module)
+        self._unused_head_ = (head.weight[:k].detach().cpu().numpy().copy(),
+                              head.bias[:k].detach().cpu().numpy().copy())
+        with torch.no_grad():
+            head.weight[:k] = 0.0
+            head.bias[:k] = 0.0
+
+    def _correction_beats_ridge(self, data, valid):
+        """Whether the forecast with the encoder's correction beats the ridge forecast
+        alone (the correction's rows of the head zeroed meanwhile) on the validation rows
+        by the one-standard-error rule: by more than the standard error of the mean
+        per-row difference of squared errors."""
+        k, head = self.n_outputs_, self.module_.head
         w = data.weights[valid] / data.weights[valid].sum()
         target = data.targets[valid]
         with self._inference():
@@ -738,20 +757,11 @@ class FlowformerRegressor(RegressorTask, _FlowformerBase):
                 head.weight[:k] = 0.0
                 head.bias[:k] = 0.0
             err_skip = ((self._outputs(data.X[valid])[:, :k] - target) ** 2).mean(1)
-        if previous is not None and len(valid) < MIN_CONTINUED_COMPARISON_ROWS:
-            better = previous
-        else:
-            # one-standard-error rule: the encoder must lower the validation MSE by more
-            # than the standard error of the mean per-row difference
-            better, _, _ = beats_by_one_se(err_net, err_skip, w, se=_forecast_comparison_se,
-                                           n_outputs=self.n_outputs_)
-        if not better:
-            self.encoder_used_ = False
-            # the trained correction, which a continued fit trains on (_continue_module)
-            self._unused_head_ = tuple(t.cpu().numpy() for t in saved)
-            return
-        with torch.no_grad():
-            head.weight[:k], head.bias[:k] = saved
+            with torch.no_grad():
+                head.weight[:k], head.bias[:k] = saved
+        better, _, _ = beats_by_one_se(err_net, err_skip, w, se=_forecast_comparison_se,
+                                       n_outputs=k)
+        return better
 
     def partial_fit(self, X, y, adjacency=None, *, sample_weight=None):
         """Train one more epoch, starting from the current weights (or from scratch if unfitted).
