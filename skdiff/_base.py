@@ -82,6 +82,7 @@ from ._engine import (  # noqa: F401  (re-exported for the estimators)
     out_of_memory_as,
     torch_seed,
     training_loss,
+    validation_loss,
 )
 from .callbacks import EpochScoring, RestoreLowestLoss, WeightAveraging
 from .nn._dropout import Dropout, SharedMasks
@@ -818,6 +819,12 @@ class NeuralEstimatorBase(EstimatorBase):
         """(history key, lower is better) of the early-stopping score on validation rows."""
         return "valid_loss", True
 
+    def _start_measure(self, monitor):
+        """The function ``measure(net, dataset_valid)`` that scores a network on validation
+        rows as the early-stopping ``monitor`` does, or None where there is none (a continued
+        call then starts early stopping afresh, as skorch's)."""
+        return validation_loss if monitor == "valid_loss" else None
+
     def _net_kwargs(self):
         """Extra keyword arguments of the skorch net (batching, collation)."""
         return {"batch_size": int(self.batch_size or 128)}  # torch refuses numpy ints
@@ -1239,17 +1246,20 @@ class NeuralEstimatorBase(EstimatorBase):
     def _rebind_callbacks(self, train_ds, valid_ds):
         """Give a continued net this call's callbacks: the family's, bound to this call's
         datasets, and those of the current ``callbacks``, ``verbose``, ``early_stopping`` and
-        ``n_iter_no_change``. All of them start afresh, as in a new fit, but early stopping's
-        score to beat, which stays the best of the earlier calls (:class:`ResumeEarlyStopping`)."""
+        ``n_iter_no_change``. All of them start afresh, as in a new fit, but early stopping,
+        whose score to beat is that of the weights the call starts from, measured on this
+        call's validation rows (:class:`ResumeEarlyStopping`)."""
         monitor, lower = ("train_loss", True) if valid_ds is None else self._monitor()
         extra = tuple(self._extra_callbacks(train_ds, valid_ds))
         previous = early_stopping_of(self.net_)
-        if (self.early_stopping_ and previous is not None and previous.monitor == monitor
+        measure = self._start_measure(monitor)
+        if (self.early_stopping_ and measure is not None and previous is not None
+                and previous.monitor == monitor
                 and np.isfinite(getattr(previous, "dynamic_threshold_", np.inf))):
             # the weights this call starts from are the best so far: keep them unless an
-            # epoch of this call beats their score
+            # epoch of this call beats their score on this call's validation rows
             extra += (("resume_early_stopping", ResumeEarlyStopping(
-                monitor, previous.dynamic_threshold_, previous.best_epoch_)),)
+                monitor, previous.best_epoch_, measure)),)
         self.net_.callbacks = self._callbacks(monitor=monitor, lower_is_better=lower,
                                               extra=extra)
         self.net_.initialize_callbacks()

@@ -51,6 +51,7 @@ __all__ = [
     "out_of_memory_as",
     "torch_seed",
     "training_loss",
+    "validation_loss",
 ]
 
 #: Seeds are drawn in [0, SEED_BOUND): a valid seed for numpy, torch and every int32 API.
@@ -195,6 +196,17 @@ def early_stopping_of(net):
                 None)
 
 
+def validation_loss(net, dataset_valid):
+    """The net's loss on ``dataset_valid`` (no update), weighted by batch size as skorch's
+    epoch ``valid_loss``."""
+    total = count = 0.0
+    for batch in net.get_iterator(dataset_valid, training=False):
+        n = get_len(batch[0])
+        total += float(net.validation_step(batch)["loss"]) * n
+        count += n
+    return total / count
+
+
 class StartAsEpochZero(Callback):
     """Offer the network as it starts to early stopping, as an epoch 0.
 
@@ -216,12 +228,8 @@ class StartAsEpochZero(Callback):
             return
         if dataset_valid is None or len(dataset_valid) == 0:
             return
-        total = count = 0.0
-        for batch in net.get_iterator(dataset_valid, training=False):
-            n = get_len(batch[0])  # weighted by batch size, as skorch's epoch valid_loss
-            total += float(net.validation_step(batch)["loss"]) * n
-            count += n
-        stopper.dynamic_threshold_ = stopper._calc_new_threshold(total / count)
+        stopper.dynamic_threshold_ = stopper._calc_new_threshold(
+            validation_loss(net, dataset_valid))
         stopper.best_model_weights_ = deepcopy(net.module_.state_dict())
         self.stopper_ = stopper
 
@@ -233,26 +241,31 @@ class StartAsEpochZero(Callback):
 
 
 class ResumeEarlyStopping(Callback):
-    """Carry early stopping's best score into a continued training call.
+    """Start early stopping of a continued training call from the weights it continues.
 
     A warm start or ``partial_fit`` continues from the weights the previous call ended on,
-    which early stopping (``load_best``) had set to the best epoch so far. skorch's
-    :class:`~skorch.callbacks.EarlyStopping` starts every call afresh; with this callback the
-    score to beat is the previous calls' best and the continued weights are the best
-    weights, so the call ends on the best weights seen over all calls (each epoch scored
-    on its own call's validation rows). A callback that already offered this call's start
-    (:class:`StartAsEpochZero`, which measures it on this call's rows) takes precedence.
+    which early stopping (``load_best``) had set to its best epoch. skorch's
+    :class:`~skorch.callbacks.EarlyStopping` starts every call afresh, so a call's last
+    epoch is kept even where it is worse than the weights the call started from. Here
+    those weights are scored on *this call's* validation rows (``measure(net,
+    dataset_valid)``, the monitored score) before the first update and become the score to
+    beat: the call ends on its best epoch or, where none beats them, on the weights it
+    started from. With the same rows (a warm start on the same data and seed) that score is
+    the previous best's, so the fit ends on the best weights of all calls; on a stream, each
+    call compares on its own rows (a score measured on earlier calls' rows may be one no
+    epoch on these rows can reach, which would freeze the weights). A callback that already
+    offered this call's start (:class:`StartAsEpochZero`) takes precedence.
     """
 
-    def __init__(self, monitor, threshold, best_epoch):
+    def __init__(self, monitor, best_epoch, measure):
         self.monitor = monitor
-        self.threshold = threshold
         self.best_epoch = best_epoch
+        self.measure = measure
 
     def on_train_begin(self, net, **kwargs):
         self.pending_ = True
 
-    def on_epoch_begin(self, net, **kwargs):
+    def on_epoch_begin(self, net, dataset_valid=None, **kwargs):
         if not getattr(self, "pending_", False):
             return
         self.pending_ = False
@@ -260,7 +273,12 @@ class ResumeEarlyStopping(Callback):
         if (stopper is None or stopper.monitor != self.monitor or not stopper.load_best
                 or stopper.best_model_weights_ is not None):
             return
-        stopper.dynamic_threshold_ = self.threshold
+        if dataset_valid is None or len(dataset_valid) == 0:
+            return
+        score = self.measure(net, dataset_valid)
+        if not np.isfinite(score):  # no row to score (e.g. none labelled): start afresh
+            return
+        stopper.dynamic_threshold_ = stopper._calc_new_threshold(score)
         stopper.best_model_weights_ = deepcopy(net.module_.state_dict())
         stopper.best_epoch_ = self.best_epoch
 

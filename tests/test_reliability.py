@@ -195,6 +195,64 @@ def test_partial_fit_with_early_stopping_ends_on_the_best_weights_of_all_calls()
     assert best < len(scores) - 1
 
 
+class _ScoreToBeat(Callback):
+    """Records, as a continued call begins, early stopping's score to beat and the monitored
+    score of the starting weights on this call's validation rows (measured here)."""
+
+    def __init__(self, measure):
+        self.measure = measure
+        self.seen = []
+
+    def on_epoch_begin(self, net, dataset_valid=None, **kwargs):
+        from skdiff._engine import early_stopping_of
+
+        stopper = early_stopping_of(net)
+        self.seen.append((stopper.dynamic_threshold_,
+                          stopper._calc_new_threshold(self.measure(net, dataset_valid))))
+
+
+def test_partial_fit_on_a_stream_beats_the_start_on_each_call_s_own_rows():
+    # a stream whose first batch is easy: scored on its rows, its best is a score no epoch
+    # on the later, noisy batches can reach, and carrying that score froze every later call
+    # on the first call's weights. Each call's score to beat is its start's on its own rows.
+    from skdiff._engine import validation_loss
+    from skdiff.difformer._estimators import _valid_score
+
+    rng = np.random.RandomState(0)
+    X = rng.normal(size=(360, 5))
+    y = (X[:, 0] > 0).astype(int)
+    y[60:] = rng.randint(0, 2, size=300)  # labels of the later batches are mostly noise
+    y[60:][X[60:, 0] > 1] = 1
+    spy = _ScoreToBeat(_valid_score)
+    clf = DIFFormerClassifier(n_layers=1, hidden_dim=16, lr=0.05, max_epochs=30,
+                              early_stopping=True, validation_fraction=0.3, random_state=0,
+                              callbacks=[("spy", spy)]).fit(X[:60], y[:60])
+    first = {k: v.clone() for k, v in clf.module_.state_dict().items()}
+    assert max(clf.history_[:, "valid_acc"]) == 1.0
+    spy.seen.clear()
+    for start in range(60, 360, 60):
+        clf.partial_fit(X[start:start + 60], y[start:start + 60])
+    assert len(spy.seen) == 5
+    for beat, measured in spy.seen:
+        assert beat == pytest.approx(measured, abs=1e-12)
+    assert max(beat for beat, _ in spy.seen) < 0.95  # not the first fit's 1.0
+    assert any(not torch.equal(first[k], v) for k, v in clf.module_.state_dict().items())
+
+    # the regressors' monitor, the validation loss, with a batch of small targets first
+    Xs = rng.normal(size=(300, 12)).cumsum(1)
+    ys = Xs[:, -1] + rng.normal(size=300)
+    ys[:60] = Xs[:60, -1] + 0.01 * rng.normal(size=60)
+    spy = _ScoreToBeat(validation_loss)
+    reg = FlowformerRegressor(**FLOW, skip="level", early_stopping=True,
+                              callbacks=[("spy", spy)]).partial_fit(Xs[:60], ys[:60])
+    before = reg.predict(Xs)
+    for start in range(60, 300, 60):
+        reg.partial_fit(Xs[start:start + 60], ys[start:start + 60])
+    for beat, measured in spy.seen[1:]:
+        assert beat == pytest.approx(measured, rel=1e-9)
+    assert not np.array_equal(reg.predict(Xs), before)
+
+
 def test_a_warm_start_of_difformer_refuses_a_new_network_size():
     rng = np.random.RandomState(0)
     X = rng.normal(size=(80, 4))

@@ -845,12 +845,28 @@ class _ValidAccuracy(Callback):
         self.total += float(w.sum())
         self.loss += float(loss) * float(w.sum())
 
+    def scores(self):
+        """(accuracy, early-stopping score) of the rows seen since the epoch began."""
+        acc = self.correct / self.total
+        return acc, acc - 0.5 / self.total * np.tanh(self.loss / self.total)
+
     def on_epoch_end(self, net, **kwargs):
         if self.total > 0:
-            acc = self.correct / self.total
-            tie_break = 0.5 / self.total * np.tanh(self.loss / self.total)
+            acc, score = self.scores()
             net.history.record("valid_acc", acc)
-            net.history.record("valid_score", acc - tie_break)
+            net.history.record("valid_score", score)
+
+
+def _valid_score(net, dataset_valid):
+    """The ``valid_score`` (:class:`_ValidAccuracy`) of the net's current weights on
+    ``dataset_valid``, without an update or a history record."""
+    accuracy = _ValidAccuracy()
+    accuracy.on_epoch_begin(net)
+    for batch in net.get_iterator(dataset_valid, training=False):
+        step = net.validation_step(batch)
+        accuracy.on_batch_end(net, batch=batch, training=False, y_pred=step["y_pred"],
+                              loss=step["loss"])
+    return accuracy.scores()[1] if accuracy.total > 0 else np.nan
 
 
 @fill_doc(DIFFORMER_DOCS)
@@ -1091,6 +1107,9 @@ class DIFFormerClassifier(ClassifierTask, _DIFFormerBase):
 
     def _monitor(self):
         return "valid_score", False
+
+    def _start_measure(self, monitor):
+        return _valid_score if monitor == "valid_score" else super()._start_measure(monitor)
 
     def _finish_fit(self, data, train, valid):
         averaging = dict(self.net_.callbacks_).get("weight_averaging")

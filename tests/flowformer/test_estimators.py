@@ -475,7 +475,8 @@ def test_sklearn_composition(waves, tmp_path):
     assert gs.best_params_["pooling"] in ("mean", "last")
     # the level skip, whose network always forecasts (the window skip's may be the ridge
     # alone, which one more epoch need not change), without early stopping (which keeps
-    # the best weights of all calls, so one more epoch need not change them either)
+    # the weights a call starts from unless an epoch beats them, so one more epoch need not
+    # change them either)
     reg = clone(FlowformerRegressor(**FAST, skip="level", early_stopping=False)).fit(X, y)
     again = pickle.loads(pickle.dumps(reg))
     np.testing.assert_array_equal(reg.predict(X), again.predict(X))
