@@ -185,11 +185,11 @@ far.
 A correction of the encoder that a call's one-standard-error test set aside
 (``encoder_used_=False``: predictions are the skip's) is trained on by the next call, and
 judged again at its end.
-With ``early_stopping=True`` the best-validation weights
-seen so far are restored at the end of every call (skorch's
-``EarlyStopping(load_best=True)``): each call holds out its own last rows and keeps its
-epoch only if it improves them, which on a stream of small calls slows the encoder's
-learning (see the Flowformer guide; ``early_stopping=False`` trains on every row).
+With ``early_stopping=True`` each call holds out its own last rows and keeps its epoch
+only if it beats, on them, the weights the call started from (skorch's
+``EarlyStopping(load_best=True)`` with those weights as the score to beat), which on a
+stream of small calls slows the encoder's learning (see the Flowformer guide;
+``early_stopping=False`` trains on every row).
 """
 FLOWFORMER_DOCS["parameters"] = ["network_parameters", "training_parameters"]
 FLOWFORMER_DOCS["network_parameters"] = [
