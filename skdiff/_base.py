@@ -271,6 +271,9 @@ class FitData:
         Whether this fit continues a fitted estimator (``partial_fit`` or a warm start);
         set by ``_fit``. Such a call's checks on too few validation rows keep what the last
         call chose (calibration, the choice of a simpler model).
+    train_only : ndarray of int or None
+        Rows that are trained on but never held out (rows an earlier ``partial_fit`` call
+        gave and was trained on, which could not score this call's epochs fairly).
     """
 
     rows: np.ndarray
@@ -278,6 +281,7 @@ class FitData:
     valid_rows: np.ndarray | None = None
     extra: dict = field(default_factory=dict)
     continued: bool = False
+    train_only: np.ndarray | None = None
 
     def __getattr__(self, name):
         try:
@@ -906,7 +910,8 @@ class NeuralEstimatorBase(EstimatorBase):
         training rows would remain; then early stopping monitors the training loss. A
         stratified split falls back to a random one when a class has too few rows; the rows
         of a class that such a split would hold out whole (classifiers) stay on the training
-        side.
+        side. Rows of ``data.train_only`` are never held out: the split draws from the others
+        (``validation_fraction`` of those), and they train.
         """
         rows = np.asarray(data.rows)
         self.early_stopping_ = self.early_stopping
@@ -914,10 +919,20 @@ class NeuralEstimatorBase(EstimatorBase):
             self.early_stopping_ = (data.valid_rows is not None
                                     or rows.size >= AUTO_EARLY_STOPPING_ROWS
                                     or self._needs_validation_rows(data))
-        empty = np.empty(0, dtype=np.int64)
         if data.valid_rows is not None:
             valid = np.intersect1d(data.valid_rows, rows)
             return np.setdiff1d(rows, valid), valid
+        if data.train_only is None:
+            return self._split(data, rows, data.strata)
+        held = ~np.isin(rows, data.train_only)
+        train, valid = self._split(data, rows[held],
+                                   None if data.strata is None else data.strata[held])
+        return np.union1d(train, rows[~held]), valid
+
+    def _split(self, data, rows, strata):
+        """:meth:`_validation_rows`'s split of the candidate ``rows`` (``strata``, their
+        labels for a stratified split)."""
+        empty = np.empty(0, dtype=np.int64)
         n = rows.size
         n_val = self._n_validation(data, n)
         hold_out = self.early_stopping_ or (self.early_stopping == "auto"
@@ -929,16 +944,16 @@ class NeuralEstimatorBase(EstimatorBase):
         from sklearn.model_selection import train_test_split
 
         stratify = None
-        if self._split_policy == "stratified" and data.strata is not None:
-            _, counts = np.unique(data.strata, return_counts=True)
+        if self._split_policy == "stratified" and strata is not None:
+            _, counts = np.unique(strata, return_counts=True)
             if counts.min() >= 2 and min(n_val, n - n_val) >= counts.size:
-                stratify = data.strata
+                stratify = strata
         tr, va = train_test_split(np.arange(n), test_size=n_val, stratify=stratify,
                                   random_state=self.seed_)
-        if data.strata is not None:
+        if strata is not None:
             # a class held out whole (a class of one labelled row in a random split) would
             # never be trained on: its rows go back to the training side
-            back = ~np.isin(data.strata[va], data.strata[tr])
+            back = ~np.isin(strata[va], strata[tr])
             if back.any():
                 tr, va = np.concatenate([tr, va[back]]), va[~back]
                 if va.size == 0:

@@ -13,7 +13,7 @@ import warnings
 
 import numpy as np
 
-__all__ = ["check_ragged", "logistic_skip", "ridge_skip", "row_hashes", "updated_ridge_skip"]
+__all__ = ["check_ragged", "logistic_skip", "ridge_skip", "updated_ridge_skip"]
 
 
 def check_ragged(X):
@@ -221,7 +221,7 @@ class SkipState:
     """What :func:`updated_ridge_skip` needs of the rows a fixed ridge skip has seen: their
     :class:`RidgeMoments`, the penalty in use, the summed squared errors of each penalty
     on the rows that came after the first batch (each scored before it was added), the
-    anchor, the skip's number of outputs and the sorted :func:`row_hashes` of the rows
+    anchor, the skip's number of outputs and the sorted :func:`~skdiff._rows.row_hashes` of the rows
     seen (8 bytes a row)."""
 
     def __init__(self, moments, alpha, anchor, n_skip_outputs):
@@ -231,25 +231,6 @@ class SkipState:
         self.seen = np.zeros(0, dtype=np.uint64)
 
 
-_FNV_OFFSET, _FNV_PRIME = np.uint64(0xCBF29CE484222325), np.uint64(0x100000001B3)
-
-
-def row_hashes(*arrays):
-    """A 64-bit hash of each row of ``arrays`` (aligned by rows), from the rows' bytes:
-    equal rows hash alike, whatever batch they come in. FNV-style over 8-byte words, a
-    vectorised pass over the words (columns), not the rows."""
-    n = len(arrays[0])
-    h = np.full(n, _FNV_OFFSET, dtype=np.uint64)
-    for a in arrays:
-        raw = np.ascontiguousarray(a).reshape(n, -1).view(np.uint8)
-        pad = -raw.shape[1] % 8
-        if pad:
-            raw = np.concatenate([raw, np.zeros((n, pad), dtype=np.uint8)], axis=1)
-        for word in np.ascontiguousarray(raw).view(np.uint64).T:
-            h = (h ^ word) * _FNV_PRIME  # wraps modulo 2**64
-    return h
-
-
 def updated_ridge_skip(state, F, ys, weights, hashes, held_out=None):
     """The ridge skip refitted after a new batch of rows, for ``partial_fit``.
 
@@ -257,10 +238,9 @@ def updated_ridge_skip(state, F, ys, weights, hashes, held_out=None):
     ``weights`` (m,), join the rows the skip has seen (``state`` is left as it is; the
     updated state is returned), and the ridge is solved on all of them from their moments
     (:class:`RidgeMoments`), as :func:`ridge_skip` would on the rows together (same
-    anchor). A row seen before (equal
-    ``hashes``, :func:`row_hashes` of the row's sequence and target) is not counted again,
-    so that calling ``partial_fit`` on the same rows epoch after epoch fits the skip to
-    them once.
+    anchor). A row seen before (equal ``hashes``, :func:`~skdiff._rows.row_hashes` of the
+    row's sequence and target) is not counted again, so that calling ``partial_fit`` on the
+    same rows epoch after epoch fits the skip to them once.
 
     The penalty is chosen, as in :func:`ridge_skip`, by forward chaining, here over the
     whole stream: the new rows, in the order given, are cut into up to ``RIDGE_SPLITS``

@@ -30,6 +30,7 @@ from .._checks import (
 from .._docs import fill_doc, parse_docs
 from .._engine import StartAsEpochZero, float64_copy
 from .._graph import check_adjacency
+from .._rows import row_hashes
 from .._tasks import (
     MIN_CALIBRATION_ROWS,
     ClassifierTask,
@@ -39,7 +40,7 @@ from .._tasks import (
 )
 from ..nn.flowformer import Flowformer
 from ..nn.graph import edge_index_from_scipy, normalized_adjacency
-from ._data import check_ragged, logistic_skip, ridge_skip, row_hashes, updated_ridge_skip
+from ._data import check_ragged, logistic_skip, ridge_skip, updated_ridge_skip
 
 __all__ = ["FlowformerClassifier", "FlowformerRegressor"]
 

@@ -10,13 +10,13 @@ from sklearn.linear_model import Ridge
 from sklearn.metrics import r2_score
 
 from skdiff import FlowformerRegressor
+from skdiff._rows import row_hashes
 from skdiff.datasets import make_windows
 from skdiff.flowformer._data import (
     RIDGE_PENALTIES,
     RIDGE_SPLITS,
     RidgeMoments,
     ridge_skip,
-    row_hashes,
     updated_ridge_skip,
 )
 

@@ -1,0 +1,117 @@
+"""Rows that ``partial_fit`` remembers between calls.
+
+* :func:`row_hashes`, a 64-bit hash of each row, so that a row given again (an epoch loop over
+  the same rows) is recognised whatever batch it comes in;
+* :class:`KeptRows`, a bounded uniform sample of the distinct rows a stream has given
+  (reservoir sampling, Vitter's Algorithm R), which DIFFormer's ``partial_fit`` trains and
+  predicts with beside each call's rows.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import scipy.sparse as sp
+
+__all__ = ["KeptRows", "row_hashes"]
+
+_FNV_OFFSET, _FNV_PRIME = np.uint64(0xCBF29CE484222325), np.uint64(0x100000001B3)
+
+#: Rows per block when the rows of a sparse matrix are hashed (made dense a block at a time).
+_HASH_BLOCK = 4096
+
+
+def row_hashes(*arrays):
+    """A 64-bit hash of each row of ``arrays`` (aligned by rows), from the rows' bytes:
+    equal rows hash alike, whatever batch they come in. FNV-style over 8-byte words, a
+    vectorised pass over the words (columns), not the rows. A scipy sparse matrix is hashed
+    as its dense rows in float64, a block of rows at a time."""
+    n = arrays[0].shape[0]
+    if any(sp.issparse(a) for a in arrays):
+        if n == 0:
+            return np.zeros(0, dtype=np.uint64)
+        return np.concatenate([
+            row_hashes(*(np.asarray(a[i:i + _HASH_BLOCK].todense(), dtype=np.float64)
+                         if sp.issparse(a) else a[i:i + _HASH_BLOCK] for a in arrays))
+            for i in range(0, n, _HASH_BLOCK)])
+    h = np.full(n, _FNV_OFFSET, dtype=np.uint64)
+    for a in arrays:
+        raw = np.ascontiguousarray(a).reshape(n, -1).view(np.uint8)
+        pad = -raw.shape[1] % 8
+        if pad:
+            raw = np.concatenate([raw, np.zeros((n, pad), dtype=np.uint8)], axis=1)
+        for word in np.ascontiguousarray(raw).view(np.uint64).T:
+            h = (h ^ word) * _FNV_PRIME  # wraps modulo 2**64
+    return h
+
+
+def _stack(a, b):
+    """``a`` over ``b`` (rows), dense or CSR."""
+    if sp.issparse(a) or sp.issparse(b):
+        return sp.vstack([sp.csr_matrix(a), sp.csr_matrix(b)], format="csr")
+    return np.concatenate([a, b])
+
+
+class KeptRows:
+    """A uniform sample of at most ``max_rows`` of the distinct rows a stream has given.
+
+    Each row is its features ``X`` (dense array or CSR, as validated), its ``targets``, its
+    ``labelled`` flag, its ``strata`` (class codes, or ``None`` for every row) and its sample
+    ``weights``, with its :func:`row_hashes` in ``hashes``; ``n_seen`` counts the distinct
+    rows given so far. Instances are not changed in place: :meth:`updated` returns a new one
+    (a failed fit restores the old one by restoring the attribute).
+    """
+
+    def __init__(self, X, targets, labelled, strata, weights, hashes, n_seen):
+        self.X, self.targets, self.labelled = X, targets, labelled
+        self.strata, self.weights, self.hashes, self.n_seen = strata, weights, hashes, n_seen
+
+    def __len__(self):
+        return self.hashes.shape[0]
+
+    @classmethod
+    def of(cls, X, targets, labelled, strata, weights, hashes, max_rows, seed):
+        """The rows of a first call."""
+        none = np.zeros(0, dtype=np.intp)
+        empty = cls(X[none], targets[none], labelled[none],
+                    None if strata is None else strata[none], weights[none],
+                    np.zeros(0, dtype=np.uint64), 0)
+        return empty.updated(X, targets, labelled, strata, weights, hashes, max_rows, seed)
+
+    def others(self, hashes):
+        """Indices of the kept rows that are not among the rows of ``hashes``."""
+        return np.flatnonzero(~np.isin(self.hashes, hashes))
+
+    def take(self, idx):
+        """``(X, targets, labelled, strata, weights)`` of the kept rows ``idx``."""
+        return (self.X[idx], self.targets[idx], self.labelled[idx],
+                None if self.strata is None else self.strata[idx], self.weights[idx])
+
+    def updated(self, X, targets, labelled, strata, weights, hashes, max_rows, seed):
+        """The sample after a call's rows (``hashes`` theirs): the distinct rows not kept
+        before join while there is room; beyond ``max_rows``, the ``t``-th distinct row of
+        the stream replaces a uniformly drawn kept row with probability ``max_rows / t``
+        (Algorithm R, drawn from ``seed``), so every row seen is kept with the same
+        probability."""
+        _, first = np.unique(hashes, return_index=True)
+        new = np.sort(first[~np.isin(hashes[first], self.hashes)])
+        if new.size == 0:
+            return self
+        k, room = len(self), max(int(max_rows) - len(self), 0)
+        # positions in [kept rows, this call's rows] of the rows the new sample holds
+        idx = np.concatenate([np.arange(k), k + new[:room]])
+        rest = new[room:]
+        if rest.size:
+            t = self.n_seen + room + np.arange(1, rest.size + 1)  # 1-based stream position
+            slot = np.random.RandomState(seed).randint(0, t)
+            hit = slot < max_rows
+            # a slot drawn twice holds the later row
+            slots, rows = slot[hit][::-1], rest[hit][::-1]
+            once = np.unique(slots, return_index=True)[1]
+            idx[slots[once]] = k + rows[once]
+        stacked = (_stack(self.X, X), np.concatenate([self.targets, targets]),
+                   np.concatenate([self.labelled, labelled]),
+                   None if strata is None else np.concatenate([self.strata, strata]),
+                   np.concatenate([self.weights, weights]),
+                   np.concatenate([self.hashes, hashes]))
+        X_, t_, l_, s_, w_, h_ = (None if a is None else a[idx] for a in stacked)
+        return KeptRows(X_, t_, l_, s_, w_, h_, self.n_seen + new.size)
