@@ -34,6 +34,7 @@ import datetime as dt
 import json
 import os
 import platform
+import shlex
 import shutil
 import signal
 import subprocess
@@ -266,6 +267,20 @@ def meta(argv, wall, workers, memory_gb, timeout_scale, n):
         timeout_scale=timeout_scale)
 
 
+def _selection(cmd):
+    """The sorted ``--only`` terms of a recorded command (empty without them, or with
+    ``--bad``, whose selection depends on the records)."""
+    words = shlex.split(cmd)
+    if "--bad" in words or "--only" not in words:
+        return ()
+    terms = []
+    for word in words[words.index("--only") + 1:]:
+        if word.startswith("--"):
+            break
+        terms.append(word)
+    return tuple(sorted(terms))
+
+
 def _merge(old, records, argv, wall):
     """``old``'s records with those of ``records`` replaced (new ids appended, in the order of
     the current probe list); the update is recorded in the metadata."""
@@ -274,9 +289,12 @@ def _merge(old, records, argv, wall):
     by_id.update({r["id"]: r for r in records})
     merged = [by_id[i] for i in current if i in by_id]
     m = dict(old["meta"])
-    m.setdefault("updates", []).append(dict(
-        command=command("reliability.py", argv),
-        date=dt.date.today().isoformat(), n_probes=len(records), wall_s=round(wall)))
+    cmd = command("reliability.py", argv)
+    # a later run of the same selection replaces all of an earlier one's records
+    m["updates"] = [u for u in m.get("updates", [])
+                    if not _selection(cmd) or _selection(u["command"]) != _selection(cmd)]
+    m["updates"].append(dict(command=cmd, date=dt.date.today().isoformat(),
+                             n_probes=len(records), wall_s=round(wall)))
     m["n_probes"] = len(merged)
     return {"meta": m, "probes": merged}
 

@@ -276,3 +276,20 @@ def test_defaults_rerun_row_keeps_its_place_in_the_results_file(monkeypatch):
     script._place(rows, {"key": "b", "score": 1})
     script._place(rows, {"key": "d", "score": 2})
     assert [(r["key"], r["score"]) for r in rows] == [("a", 0), ("b", 1), ("c", 0), ("d", 2)]
+
+
+def test_a_reliability_update_replaces_an_earlier_run_of_the_same_selection(monkeypatch):
+    monkeypatch.syspath_prepend(str(ROOT / "benchmarks"))
+    rel = _load("_reliability_under_test", ROOT / "benchmarks" / "reliability.py")
+    a = "python benchmarks/reliability.py --workers 2 --update --only partial_fit warm_start"
+    b = "python benchmarks/reliability.py --update --only warm_start partial_fit --workers 2"
+    assert rel._selection(a) == rel._selection(b) == ("partial_fit", "warm_start")
+    assert rel._selection("python benchmarks/reliability.py --update --bad --only x") == ()
+    assert rel._selection("python benchmarks/reliability.py --workers 2") == ()
+    monkeypatch.setattr(rel, "collect", lambda: [])
+    meta = {"updates": [{"command": a, "date": "d", "n_probes": 46, "wall_s": 1},
+                        {"command": "python benchmarks/reliability.py --update --only x",
+                         "date": "d", "n_probes": 1, "wall_s": 1}]}
+    monkeypatch.setattr(rel, "command", lambda script, argv: b)
+    merged = rel._merge({"meta": meta, "probes": []}, [], [], 1.0)
+    assert [u["command"] for u in merged["meta"]["updates"]] == [meta["updates"][1]["command"], b]
