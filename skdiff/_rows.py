@@ -1,7 +1,7 @@
 """Rows that ``partial_fit`` remembers between calls.
 
-* :func:`row_hashes`, a 64-bit hash of each row, so that a row given again (an epoch loop over
-  the same rows) is recognised whatever batch it comes in;
+* :func:`row_hashes` and :func:`feature_row_hashes`, a 64-bit hash of each row, so that a row
+  given again (an epoch loop over the same rows) is recognised whatever batch it comes in;
 * :class:`KeptRows`, a bounded uniform sample of the distinct rows a stream has given
   (reservoir sampling, Vitter's Algorithm R), which DIFFormer's ``partial_fit`` trains and
   predicts with beside each call's rows.
@@ -12,7 +12,7 @@ from __future__ import annotations
 import numpy as np
 import scipy.sparse as sp
 
-__all__ = ["KeptRows", "row_hashes"]
+__all__ = ["KeptRows", "feature_row_hashes", "row_hashes"]
 
 _FNV_OFFSET, _FNV_PRIME = np.uint64(0xCBF29CE484222325), np.uint64(0x100000001B3)
 
@@ -23,16 +23,8 @@ _HASH_BLOCK = 4096
 def row_hashes(*arrays):
     """A 64-bit hash of each row of ``arrays`` (aligned by rows), from the rows' bytes:
     equal rows hash alike, whatever batch they come in. FNV-style over 8-byte words, a
-    vectorised pass over the words (columns), not the rows. A scipy sparse matrix is hashed
-    as its dense rows in float64, a block of rows at a time."""
+    vectorised pass over the words (columns), not the rows."""
     n = arrays[0].shape[0]
-    if any(sp.issparse(a) for a in arrays):
-        if n == 0:
-            return np.zeros(0, dtype=np.uint64)
-        return np.concatenate([
-            row_hashes(*(np.asarray(a[i:i + _HASH_BLOCK].todense(), dtype=np.float64)
-                         if sp.issparse(a) else a[i:i + _HASH_BLOCK] for a in arrays))
-            for i in range(0, n, _HASH_BLOCK)])
     h = np.full(n, _FNV_OFFSET, dtype=np.uint64)
     for a in arrays:
         raw = np.ascontiguousarray(a).reshape(n, -1).view(np.uint8)
@@ -42,6 +34,23 @@ def row_hashes(*arrays):
         for word in np.ascontiguousarray(raw).view(np.uint64).T:
             h = (h ^ word) * _FNV_PRIME  # wraps modulo 2**64
     return h
+
+
+def feature_row_hashes(X, *arrays):
+    """:func:`row_hashes` of the rows of features ``X`` read as float64 (a float32 row and
+    the same row in float64 hash alike) beside ``arrays``. ``X`` may be a scipy sparse
+    matrix (hashed as its dense rows) or a memory map: it is read a block of rows at a time,
+    so no more than a block is ever converted."""
+    n = X.shape[0]
+    if n == 0:
+        return np.zeros(0, dtype=np.uint64)
+    blocks = []
+    for i in range(0, n, _HASH_BLOCK):
+        block = X[i:i + _HASH_BLOCK]
+        block = block.toarray() if sp.issparse(block) else block
+        blocks.append(row_hashes(np.asarray(block, dtype=np.float64),
+                                 *(a[i:i + _HASH_BLOCK] for a in arrays)))
+    return np.concatenate(blocks)
 
 
 def _stack(a, b):

@@ -3,7 +3,7 @@
 import numpy as np
 import scipy.sparse as sp
 
-from skdiff._rows import KeptRows, row_hashes
+from skdiff._rows import KeptRows, feature_row_hashes, row_hashes
 
 
 def _rows(n, start=0):
@@ -11,11 +11,14 @@ def _rows(n, start=0):
     return X, X[:, 0].astype(np.float32), np.ones(n, bool), None, np.ones(n)
 
 
-def test_row_hashes_of_a_sparse_matrix_are_those_of_its_dense_rows():
+def test_feature_rows_hash_alike_sparse_dense_float32_and_float64():
     rng = np.random.RandomState(0)
     dense = rng.binomial(1, 0.1, size=(9000, 7)).astype(np.float64)  # three hash blocks
     y = rng.normal(size=9000)
-    np.testing.assert_array_equal(row_hashes(sp.csr_matrix(dense), y), row_hashes(dense, y))
+    expected = row_hashes(dense, y)
+    np.testing.assert_array_equal(feature_row_hashes(dense, y), expected)
+    np.testing.assert_array_equal(feature_row_hashes(sp.csr_matrix(dense), y), expected)
+    np.testing.assert_array_equal(feature_row_hashes(dense.astype(np.float32), y), expected)
     # equal rows hash alike, different rows (almost surely) not
     h = row_hashes(np.r_[dense[:5], dense[:5]], np.r_[y[:5], y[:5]])
     np.testing.assert_array_equal(h[:5], h[5:])

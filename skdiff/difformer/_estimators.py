@@ -37,7 +37,7 @@ from .._checks import (
 from .._docs import fill_doc, parse_docs
 from .._engine import float64_copy
 from .._graph import Graph, check_adjacency, check_node_ids, check_not_bool
-from .._rows import KeptRows, row_hashes
+from .._rows import KeptRows, feature_row_hashes
 from .._tasks import MIN_CALIBRATION_ROWS, ClassifierTask, RegressorTask, beats_by_one_se
 from ..callbacks import WeightAveraging
 from ..nn.difformer import DIFFormer
@@ -426,8 +426,7 @@ class _DIFFormerBase(NeuralEstimatorBase):
         inputs, targets, labelled flags, strata and loss weights of all those rows, and how
         many kept rows were appended."""
         X = inputs.features
-        hashes = row_hashes(X if sp.issparse(X) else np.asarray(X, dtype=np.float64),
-                            targets, raw_weights)
+        hashes = feature_row_hashes(X, targets, raw_weights)
         before = None if reset else self.__dict__.get("_kept_rows")
         seed = derive_seed(self.seed_, 0 if before is None else before.n_seen + 1)
         if before is None:
