@@ -16,7 +16,7 @@ __all__ = ["KeptRows", "feature_row_hashes", "row_hashes"]
 
 _FNV_OFFSET, _FNV_PRIME = np.uint64(0xCBF29CE484222325), np.uint64(0x100000001B3)
 
-#: Rows per block when the rows of a sparse matrix are hashed (made dense a block at a time).
+#: Rows per block of :func:`feature_row_hashes` (converted to dense float64 a block at a time).
 _HASH_BLOCK = 4096
 
 
