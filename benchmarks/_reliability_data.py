@@ -911,6 +911,12 @@ def _partial_fit_probes(est):
                       dict(est=est, second=dict(X=X, y=np.c_[y, y])), ("y", "outputs"),
                       "error", "a clear error: the number of outputs changed",
                       "est.partial_fit(X, y); est.partial_fit(X, np.c_[y, y])"))
+    if family(est) == "difformer":  # partial_fit keeps a table's rows: dense beside sparse
+        out.append(_P("data", est, "partial_fit then a sparse batch of new rows", partial_twice,
+                      dict(est=est, second=dict(X=sp.csr_matrix(X + 0.5), y=y)), ("X",),
+                      "ok", "the kept dense rows and the sparse batch train together; sane "
+                      "predictions",
+                      "est.partial_fit(X, y); est.partial_fit(csr_matrix(X + 0.5), y)"))
     if is_classifier(est):
         out.append(_P("data", est, "warm_start refit with another class", warm_twice,
                       dict(est=est, second=dict(X=X, y=np.where(y == 0, 7, y))),
