@@ -329,9 +329,9 @@ def outputs(est, X, **predict_params):
 def check_sane(est, X, n_rows=None, **predict_params):
     """Check ``predict`` (and ``predict_proba``) of a fitted estimator on ``X``: shapes, finite
     values, probabilities that sum to 1, labels among ``classes_``. Returns an account."""
-    if n_rows is None:  # a sparse matrix has no len(), a list no shape
-        n_rows = X.shape[0] if hasattr(X, "shape") else len(X)
     n = n_rows
+    if n is None:  # a sparse matrix has no len(), a list no shape
+        n = X.shape[0] if hasattr(X, "shape") else len(X)
     pred = np.asarray(est.predict(X, **predict_params))
     if pred.shape[:1] != (n,):
         raise Wrong(f"predict returned shape {pred.shape} for {n} rows")

@@ -23,6 +23,7 @@ Each is compared with ``fit`` on all the rows at once.
 # ------------------------------------------
 import matplotlib.pyplot as plt
 import numpy as np
+from scipy.signal import lfilter
 from sklearn.datasets import make_classification
 from sklearn.linear_model import Ridge
 
@@ -46,16 +47,16 @@ print(f"fit on all {len(X_stream)} rows: {fitted:.3f}")
 # %%
 # A forecaster on a stream of 200-window batches
 # ----------------------------------------------
-# A nonlinear autoregression with a daily cycle; windows of 48 steps forecast the next 6.
-# The windows arrive in time order, 200 a call; the forecaster is scored on the windows
-# that follow the stream.
+# An hourly series: a daily and a weekly cycle whose amplitudes drift, plus autoregressive
+# noise (an AR(2) filter of white noise); windows of 48 steps forecast the next 6. The
+# windows arrive in time order, 200 a call; the forecaster is scored on the windows that
+# follow the stream.
 rng = np.random.default_rng(0)
-T = 4000
-noise = rng.normal(size=T)
-series = np.zeros(T)
-for t in range(8, T):  # generating the data is sequential by nature
-    series[t] = (0.9 * np.tanh(2.0 * series[t - 1] - 1.5 * series[t - 3] * series[t - 7])
-                 + 0.3 * np.sin(2 * np.pi * t / 24) + 0.1 * noise[t])
+t = np.arange(4000)
+drift = 1.0 + 0.3 * np.sin(2 * np.pi * t / 1500)
+noise = lfilter([1.0], [1.0, -1.2, 0.35], 0.2 * rng.normal(size=t.size))
+series = (drift * np.sin(2 * np.pi * t / 24) + 0.5 * np.sin(2 * np.pi * t / 168 + 1.0)
+          + noise)
 X_win, y_win = make_windows(series, window=48, horizon=6)
 X_stream, y_stream = X_win[:3000], y_win[:3000]
 X_test, y_test = X_win[3006:], y_win[3006:]  # no test target among the stream's

@@ -207,54 +207,23 @@ def validation_loss(net, dataset_valid):
     return total / count
 
 
-class StartAsEpochZero(Callback):
-    """Offer the network as it starts to early stopping, as an epoch 0.
-
-    Its validation loss is measured before the first update and becomes early stopping's
-    score to beat; when no epoch beats it, early stopping restores the starting weights.
-    For a network that starts at a fitted solution (the Flowformer's ridge skip with a zero
-    encoder head), training can then only keep or improve the start's validation loss.
-    """
-
-    def on_train_begin(self, net, **kwargs):
-        self.pending_ = True  # early stopping resets itself here, in any callback order
-
-    def on_epoch_begin(self, net, dataset_valid=None, **kwargs):
-        if not getattr(self, "pending_", False):
-            return
-        self.pending_ = False
-        stopper = early_stopping_of(net)
-        if stopper is None or stopper.monitor != "valid_loss" or not stopper.load_best:
-            return
-        if dataset_valid is None or len(dataset_valid) == 0:
-            return
-        stopper.dynamic_threshold_ = stopper._calc_new_threshold(
-            validation_loss(net, dataset_valid))
-        stopper.best_model_weights_ = deepcopy(net.module_.state_dict())
-        self.stopper_ = stopper
-
-    def on_train_end(self, net, **kwargs):
-        # early stopping's best epoch stays 0 when no epoch beat the start: the start is kept
-        stopper = getattr(self, "stopper_", None)
-        net.start_kept_ = stopper is not None and stopper.best_epoch_ == 0
-        self.stopper_ = None
-
-
 class ResumeEarlyStopping(Callback):
-    """Start early stopping of a continued training call from the weights it continues.
+    """Offer early stopping the weights a training call starts from, as its epoch
+    ``best_epoch``, scored before the first update.
 
     A warm start or ``partial_fit`` continues from the weights the previous call ended on,
     which early stopping (``load_best``) had set to its best epoch. skorch's
     :class:`~skorch.callbacks.EarlyStopping` starts every call afresh, so a call's last
     epoch is kept even where it is worse than the weights the call started from. Here
     those weights are scored on *this call's* validation rows (``measure(net,
-    dataset_valid)``, the monitored score) before the first update and become the score to
-    beat: the call ends on its best epoch or, where none beats them, on the weights it
-    started from. With the same rows (a warm start on the same data and seed) that score is
-    the previous best's, so the fit ends on the best weights of all calls; on a stream, each
-    call compares on its own rows (a score measured on earlier calls' rows may be one no
-    epoch on these rows can reach, which would freeze the weights). A callback that already
-    offered this call's start (:class:`StartAsEpochZero`) takes precedence.
+    dataset_valid)``, the monitored score) and become the score to beat: the call ends on
+    its best epoch or, where none beats them, on the weights it started from. With the same
+    rows (a warm start on the same data and seed) that score is the previous best's, so the
+    fit ends on the best weights of all calls; on a stream, each call compares on its own
+    rows (a score measured on earlier calls' rows may be one no epoch on these rows can
+    reach, which would freeze the weights). The first such callback to offer the start
+    (the net's callbacks in order) takes precedence. A score that is not finite (no row
+    to score, e.g. none labelled) offers nothing: early stopping starts afresh.
     """
 
     def __init__(self, monitor, best_epoch, measure):
@@ -263,7 +232,8 @@ class ResumeEarlyStopping(Callback):
         self.measure = measure
 
     def on_train_begin(self, net, **kwargs):
-        self.pending_ = True
+        self.pending_ = True  # early stopping resets itself here, in any callback order
+        self.stopper_ = None
 
     def on_epoch_begin(self, net, dataset_valid=None, **kwargs):
         if not getattr(self, "pending_", False):
@@ -276,11 +246,32 @@ class ResumeEarlyStopping(Callback):
         if dataset_valid is None or len(dataset_valid) == 0:
             return
         score = self.measure(net, dataset_valid)
-        if not np.isfinite(score):  # no row to score (e.g. none labelled): start afresh
+        if not np.isfinite(score):
             return
         stopper.dynamic_threshold_ = stopper._calc_new_threshold(score)
         stopper.best_model_weights_ = deepcopy(net.module_.state_dict())
         stopper.best_epoch_ = self.best_epoch
+        self.stopper_ = stopper
+
+
+class StartAsEpochZero(ResumeEarlyStopping):
+    """Offer the network as it starts to early stopping, as an epoch 0
+    (:class:`ResumeEarlyStopping` of the validation loss).
+
+    When no epoch beats the start's validation loss, early stopping restores the starting
+    weights, and the net records it (``start_kept_``). For a network that starts at a
+    fitted solution (the Flowformer's ridge skip with a zero encoder head), training can
+    then only keep or improve the start's validation loss.
+    """
+
+    def __init__(self):
+        super().__init__("valid_loss", 0, validation_loss)
+
+    def on_train_end(self, net, **kwargs):
+        # early stopping's best epoch stays 0 when no epoch beat the start: the start is kept
+        stopper = getattr(self, "stopper_", None)
+        net.start_kept_ = stopper is not None and stopper.best_epoch_ == 0
+        self.stopper_ = None
 
 
 class EpochProgress(Callback):

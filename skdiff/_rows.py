@@ -12,7 +12,7 @@ from __future__ import annotations
 import numpy as np
 import scipy.sparse as sp
 
-__all__ = ["KeptRows", "feature_row_hashes", "row_hashes"]
+__all__ = ["KeptRows", "feature_row_hashes", "row_hashes", "stack_rows"]
 
 _FNV_OFFSET, _FNV_PRIME = np.uint64(0xCBF29CE484222325), np.uint64(0x100000001B3)
 
@@ -53,8 +53,8 @@ def feature_row_hashes(X, *arrays):
     return np.concatenate(blocks)
 
 
-def _stack(a, b):
-    """``a`` over ``b`` (rows), dense or CSR."""
+def stack_rows(a, b):
+    """The rows of ``a`` over those of ``b``: CSR if either is sparse, else an array."""
     if sp.issparse(a) or sp.issparse(b):
         return sp.vstack([sp.csr_matrix(a), sp.csr_matrix(b)], format="csr")
     return np.concatenate([a, b])
@@ -117,7 +117,7 @@ class KeptRows:
             slots, rows = slot[hit][::-1], rest[hit][::-1]
             once = np.unique(slots, return_index=True)[1]
             idx[slots[once]] = k + rows[once]
-        stacked = (_stack(self.X, X), np.concatenate([self.targets, targets]),
+        stacked = (stack_rows(self.X, X), np.concatenate([self.targets, targets]),
                    np.concatenate([self.labelled, labelled]),
                    None if strata is None else np.concatenate([self.strata, strata]),
                    np.concatenate([self.weights, weights]),

@@ -37,7 +37,7 @@ from .._checks import (
 from .._docs import fill_doc, parse_docs
 from .._engine import float64_copy
 from .._graph import Graph, check_adjacency, check_node_ids, check_not_bool
-from .._rows import KeptRows, feature_row_hashes
+from .._rows import KeptRows, feature_row_hashes, stack_rows
 from .._tasks import MIN_CALIBRATION_ROWS, ClassifierTask, RegressorTask, beats_by_one_se
 from ..callbacks import WeightAveraging
 from ..nn.difformer import DIFFormer
@@ -256,10 +256,9 @@ each call's rows alone it scored 0.34 to 0.52 from pass to pass. With
 own (two of 15 there) and keeps the step only if they improve, which makes such a stream
 wander (0.49 to 0.76 over ten passes); the classifier's default, ``"auto"``, stops early
 only from 10,000 labelled rows on and otherwise keeps every call's step.
-``transduction_`` holds
-the predictions of the call's rows. ``fit`` keeps no rows: a ``partial_fit`` after it
-starts keeping them. A call with an adjacency or a graph trains on its graph alone and
-keeps nothing.
+``transduction_`` holds the predictions of the call's rows. ``fit`` keeps no rows: a
+``partial_fit`` after it starts keeping them. A call with an adjacency or a graph trains on
+its graph alone and keeps nothing.
 """
 DIFFORMER_DOCS["predict_modes"] = """
 Without ``adjacency``, each row attends to the stored training rows only (inductive:
@@ -444,8 +443,7 @@ class _DIFFormerBase(NeuralEstimatorBase):
         if others.size == 0:
             return inputs, targets, labelled, strata, weights, 0
         X_k, t_k, l_k, s_k, w_k = before.take(others)
-        features = (sp.vstack([sp.csr_matrix(X), sp.csr_matrix(X_k)], format="csr")
-                    if sp.issparse(X) or sp.issparse(X_k) else np.concatenate([X, X_k]))
+        features = stack_rows(X, X_k)
         targets = np.concatenate([targets, t_k])
         labelled = np.concatenate([labelled, l_k])
         strata = None if strata is None else np.concatenate([strata, s_k])

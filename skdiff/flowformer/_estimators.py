@@ -644,10 +644,7 @@ class FlowformerRegressor(RegressorTask, _FlowformerBase):
         calls accumulates (each call is judged again at its end)."""
         unused = getattr(self, "_unused_head_", None)
         if unused is not None:
-            head, k = self.module_.head, self.n_outputs_
-            with torch.no_grad():
-                head.weight[:k] = torch.as_tensor(unused[0], device=head.weight.device)
-                head.bias[:k] = torch.as_tensor(unused[1], device=head.bias.device)
+            self._set_correction(*unused)
             self._unused_head_ = None
         state = getattr(self, "_ridge_state_", None)
         if not partial or state is None:
@@ -734,32 +731,35 @@ class FlowformerRegressor(RegressorTask, _FlowformerBase):
             better = self._correction_beats_ridge(data, valid)
         if better:
             return
-        k, head = self.n_outputs_, self.module_.head
         self.encoder_used_ = False
         # the trained correction, which a continued fit trains on (_continue_module)
-        self._unused_head_ = (head.weight[:k].detach().cpu().numpy().copy(),
-                              head.bias[:k].detach().cpu().numpy().copy())
+        self._unused_head_ = self._set_correction(0.0, 0.0)
+
+    def _set_correction(self, weight, bias):
+        """Set the head's rows of the encoder's correction to the mean outputs (the first
+        ``n_outputs_``; the Gaussian head's variance rows follow) to ``weight`` and ``bias``
+        (arrays, or 0 to switch the correction off); returns what they held, as arrays."""
+        k, head = self.n_outputs_, self.module_.head
+        held = (head.weight[:k].detach().cpu().numpy().copy(),
+                head.bias[:k].detach().cpu().numpy().copy())
         with torch.no_grad():
-            head.weight[:k] = 0.0
-            head.bias[:k] = 0.0
+            head.weight[:k] = torch.as_tensor(weight, dtype=head.weight.dtype)
+            head.bias[:k] = torch.as_tensor(bias, dtype=head.bias.dtype)
+        return held
 
     def _correction_beats_ridge(self, data, valid):
         """Whether the forecast with the encoder's correction beats the ridge forecast
         alone (the correction's rows of the head zeroed meanwhile) on the validation rows
         by the one-standard-error rule: by more than the standard error of the mean
         per-row difference of squared errors."""
-        k, head = self.n_outputs_, self.module_.head
+        k = self.n_outputs_
         w = data.weights[valid] / data.weights[valid].sum()
         target = data.targets[valid]
         with self._inference():
             err_net = ((self._outputs(data.X[valid])[:, :k] - target) ** 2).mean(1)
-            saved = head.weight[:k].clone(), head.bias[:k].clone()
-            with torch.no_grad():
-                head.weight[:k] = 0.0
-                head.bias[:k] = 0.0
+            held = self._set_correction(0.0, 0.0)
             err_skip = ((self._outputs(data.X[valid])[:, :k] - target) ** 2).mean(1)
-            with torch.no_grad():
-                head.weight[:k], head.bias[:k] = saved
+            self._set_correction(*held)
         better, _, _ = beats_by_one_se(err_net, err_skip, w, se=_forecast_comparison_se,
                                        n_outputs=k)
         return better
