@@ -171,7 +171,11 @@ class NDPRegressor(RegressorMixin, EstimatorBase):
         ``min(n_resample, 1)`` repeats on the jumps back below level 40. Not used by
         ``"ddpm"``, which takes every level.
     n_resample : int, default=4
-        RePaint resampling repeats ``U`` per step (the paper uses 5 with ``"ddpm"``).
+        RePaint resampling repeats ``U`` per step (the paper uses 5 with ``"ddpm"``). Each
+        repeat lets the targets settle with the context once more; a smooth context needs
+        more of them than the default: on SE draws of lengthscale 0.35 times the interval
+        (4-12 points) the samples' mean had a median squared error of 0.079 with 4 repeats
+        and 0.033 with 12, at 2.5 times the time (the NDP benchmark page).
     n_samples : int, default=64
         Monte Carlo samples behind ``predict``.
     x_bounds : array-like of shape (2,) or (n_features, 2), default=None
