@@ -65,6 +65,14 @@ SAMPLERS = {
     # tiered: U = 4 on jumps back to levels >= 40, U = 1 below (140 evaluations)
     "c40-U4/1": dict(n_resample=4, **TIERED),
     "c55-U2": dict(n_steps=55, n_resample=2, spacing="cubic"),
+    # more repeats on the fast path's 32 cubic levels: on all of them, or U on the jumps back
+    # to levels >= 150 (where the coarse structure forms) and fewer below
+    "c32-U8": dict(n_steps=32, n_resample=8, spacing="cubic"),
+    "c32-U12": dict(n_steps=32, n_resample=12, spacing="cubic"),
+    "t150-U12/4": dict(n_steps=32, n_resample=12, spacing="cubic", fine_level=150,
+                       n_resample_fine=4),
+    "t150-U10/3": dict(n_steps=32, n_resample=10, spacing="cubic", fine_level=150,
+                       n_resample_fine=3),
 }
 REFERENCE = "ddpm500-U5"
 

@@ -11,7 +11,7 @@ scaling, the mean of the ``gp`` prior's own Bayes posterior (the mixture of GPs 
 on, conditioned on the context: what a perfectly trained network with an exact conditional
 sampler would predict), and ML-II ``GaussianProcessRegressor``.
 
-Run (about 10 minutes on two cores)::
+Run (about 10 minutes on two cores; the oracle part takes a minute)::
 
     python benchmarks/ndp_smooth_conditioning.py --json \\
         benchmarks/results/ndp_smooth_conditioning.json
@@ -20,8 +20,10 @@ Run (about 10 minutes on two cores)::
 from __future__ import annotations
 
 import argparse
+import sys
 import time
 import warnings
+from pathlib import Path
 
 import numpy as np
 from _ndp_common import add_runtime_args, apply_runtime_args, write_json
@@ -34,6 +36,10 @@ from skdiff import NDPRegressor
 from skdiff.datasets._gp import gp_kernel
 from skdiff.diffusion import n_evaluations, resample_path, strided_levels
 from skdiff.ndp import gaussian_log_likelihood
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # the test oracle lives in tests/
+
+from tests.diffusion.oracle import gp_posterior, kl_per_point, sampler_moments  # noqa: E402
 
 #: NDPRegressor settings compared (the defaults first).
 CONFIGS = {"defaults": {}, "n_resample=8": {"n_resample": 8},
@@ -56,6 +62,40 @@ def make_tasks(n_tasks, seed):
     return tasks
 
 
+def oracle_rows(n_tasks, seed, repeats=(4, 12)):
+    """RePaint's own error with exact noise predictions on SE draws of several lengthscales
+    (the module docstring): one row per lengthscale, context size and repeats."""
+    from skdiff.diffusion import NoiseSchedule
+
+    schedule = NoiseSchedule.official()
+    noise = 0.0025
+    rng = np.random.RandomState(seed)
+    rows = []
+    for ls in (0.25, 0.6, 1.2):
+        for c in (3, 8):
+            scores = {u: [] for u in repeats}
+            for _ in range(n_tasks):
+                x = rng.uniform(-1.8, 1.8, c + 40)
+                K = gp_kernel(x[:, None], x[:, None], "se", ls, 1.0) + noise * np.eye(len(x))
+                y = np.linalg.cholesky(K) @ rng.standard_normal(len(x))
+                mu, cov = gp_posterior(K, c, y[:c])
+                for u in repeats:
+                    path = resample_path(strided_levels(schedule.T, 32, "cubic"), u)
+                    m, P = sampler_moments(schedule, K, c, y[:c], path)
+                    scores[u].append((np.mean((m - mu) ** 2 / np.diag(cov)),
+                                      kl_per_point(mu, cov, m, P)))
+            for u, v in scores.items():
+                v = np.asarray(v)
+                path = resample_path(strided_levels(schedule.T, 32, "cubic"), u)
+                rows.append({"lengthscale": ls, "context": c, "n_resample": u,
+                             "evaluations": n_evaluations(path),
+                             "mean_error": float(v[:, 0].mean()), "kl": float(v[:, 1].mean())})
+                print(f"oracle: lengthscale {ls}, {c} context, n_resample={u}: squared error "
+                      f"of the mean / posterior variance {rows[-1]['mean_error']:.3f}, "
+                      f"KL per point {rows[-1]['kl']:.3f}", flush=True)
+    return rows
+
+
 def main(argv=None):
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("--n-tasks", type=int, default=8)
@@ -65,6 +105,7 @@ def main(argv=None):
     args = p.parse_args(argv)
     apply_runtime_args(args)
     warnings.simplefilter("ignore")
+    oracle = oracle_rows(args.n_tasks, args.seed)
     per = {name: {"mse": [], "loglik": [], "seconds": []} for name in CONFIGS}
     bayes, gpr = {"mse": []}, {"mse": [], "loglik": []}
     evaluations = {}
@@ -112,7 +153,7 @@ def main(argv=None):
               + (f"  median log-lik {r['median_loglik']:.3f}" if "median_loglik" in r else "")
               + (f"  {r['seconds']:.1f} s a task" if "seconds" in r else ""))
     if args.json:
-        write_json(args.json, {"args": vars(args), "rows": rows})
+        write_json(args.json, {"args": vars(args), "rows": rows, "oracle": oracle})
 
 
 if __name__ == "__main__":

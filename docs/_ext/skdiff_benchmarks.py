@@ -330,6 +330,14 @@ def _ndp_smooth_conditioning(doc):
             "median log-lik per point", "s a task"], rows
 
 
+def _ndp_smooth_oracle(doc):
+    rows = [[_s(r["lengthscale"], "g"), str(r["context"]), str(r["n_resample"]),
+             str(r["evaluations"]), _s(r["mean_error"], ".3f"), _s(r["kl"], ".3f")]
+            for r in doc.get("oracle", [])]
+    return ["lengthscale", "context points", "n_resample", "network evaluations",
+            "squared error of the mean / posterior variance", "KL per point"], rows
+
+
 def _ndp_interpolation(doc):
     rows = []
     for task, res in doc["results"].items():
@@ -415,14 +423,21 @@ def _ndp_sampler_network(doc):
             f"difference to {ref}", "s per task"], rows
 
 
-def _sampler_network_claim(kernel, title, seed=1, prior=None):
+def _sampler_network_claim(kernel, title, seed=1, prior=None, repeats=False):
     """The paired sampler runs on 8 tasks of task seed 1 against the paper's sampler, or on
     the 16 tasks of the paper-task table (task seed 0) against the fast sampler; with the
-    kernel's own prior, or with ``prior``."""
+    kernel's own prior, or with ``prior``. ``repeats``: the fast path with more RePaint
+    repeats on those 16 tasks (each candidate run once)."""
     prior = prior or kernel
-    file = (f"ndp_sampler_network_{'' if prior == kernel else prior + '_'}{kernel}"
-            f"{'_seed0' if seed == 0 else ''}.json")
-    if seed == 1:
+    file = (f"ndp_sampler_network_{'' if prior == kernel else prior + '_'}"
+            f"{'repeats_' if repeats else ''}{kernel}{'_seed0' if seed == 0 else ''}.json")
+    if repeats:
+        tasks, reference, runs = "16 tasks (those of the paper-task table)", (
+            "the fast sampler (c32-U4)"), (
+            "--n-tasks 16 --seed 0", "--reference c32-U4 --samplers c32-U4 c32-U8 c32-U12 "
+            "t150-U12/4 t150-U10/3")
+        compared = "the fast sampler, 32 cubic levels with 4 RePaint repeats (c32-U4)."
+    elif seed == 1:
         tasks, reference, runs = "8 tasks", "the paper's sampler", (
             "--n-tasks 8 --seed 1", "--samplers ddpm500-U5 c32-U4 c40-U4/1 c55-U2")
         compared = "the paper's sampler: 500 DDPM steps with 5 RePaint repeats (ddpm500-U5)."
@@ -438,16 +453,18 @@ def _sampler_network_claim(kernel, title, seed=1, prior=None):
         f"50 targets, task seed {seed}) with the shipped prior={prior!r} network, paired "
         f"against {reference} on the same tasks. log-lik: the paper's metric (Gaussian "
         "moment-matched to 128 joint samples, scored at the drawn targets; each candidate "
-        "run twice per task and averaged); expected: the same Gaussian scored in expectation "
+        f"run {'once' if repeats else 'twice'} per task"
+        f"{'' if repeats else ' and averaged'}); expected: the same Gaussian scored in "
+        "expectation "
         "over targets from the exact GP posterior (no noise from the single target draw). "
         "Differences are paired means ± standard errors over the tasks. Names: c = cubic "
         "level spacing, the number of levels, U = RePaint repeats; c40-U4/1 is the tiered "
         "path (U = 4 on jumps back to levels >= 40, U = 1 below), NDPRegressor's default "
         "with the per-kernel priors; c32-U4 is the fast sampler, its default with the "
-        "others.",
+        "others; t150-U12/4 takes U = 12 on jumps back to levels >= 150 and U = 4 below.",
         file,
         f"python benchmarks/ndp_sampler_network.py {runs[0]} --kernel {kernel} "
-        f"--prior {prior} {runs[1]} --repeats 2 "
+        f"--prior {prior} {runs[1]} --repeats {1 if repeats else 2} "
         f"--cache-dir PATH --threads 1 --json benchmarks/results/{file}",
         compared,
         "args: {...}, results: {ceiling: {loglik, expected}, <sampler>: {evaluations, kwargs, "
@@ -974,6 +991,21 @@ CLAIMS = {
         "not in the paper.",
         "rows: [{method, evaluations, median_mse, median_loglik, seconds, mse, loglik}]",
         _ndp_smooth_conditioning),
+    "ndp_smooth_conditioning_oracle": Claim(
+        "RePaint with exact noise predictions", "The fast path (32 cubic levels) with the "
+        "oracle noise prediction of a GP, exact for Gaussian data, so that its output's mean "
+        "and covariance are computed exactly: SE draws of lengthscale 0.25, 0.6 and 1.2 on "
+        "the prior's domain [-2, 2] (points in [-1.8, 1.8], noise variance 0.0025), 3 or 8 "
+        "context points, 40 targets, 8 tasks each. The squared distance of the sampler's mean "
+        "from the exact posterior mean, relative to the posterior variance, and the KL "
+        "divergence per point of the exact posterior from the sampler's output: RePaint's "
+        "own error with a perfect network.",
+        "ndp_smooth_conditioning.json",
+        "python benchmarks/ndp_smooth_conditioning.py --json "
+        "benchmarks/results/ndp_smooth_conditioning.json",
+        "not in the paper.",
+        "oracle: [{lengthscale, context, n_resample, evaluations, mean_error, kl}]",
+        _ndp_smooth_oracle),
     "ndp_metric_ceiling": Claim(
         "The metric on exact posterior samples", "Log-likelihood per target point that "
         "samples of the exact GP posterior (true hyper-parameters) score under the paper's "
@@ -1001,6 +1033,10 @@ CLAIMS = {
                                                               prior="gp"),
     "ndp_sampler_network_gp_matern52_seed0": _sampler_network_claim(
         "matern52", "Matérn-5/2", seed=0, prior="gp"),
+    "ndp_sampler_network_gp_repeats_se_seed0": _sampler_network_claim(
+        "se", "SE", seed=0, prior="gp", repeats=True),
+    "ndp_sampler_network_gp_repeats_matern52_seed0": _sampler_network_claim(
+        "matern52", "Matérn-5/2", seed=0, prior="gp", repeats=True),
     "ndp_sampler_oracle": Claim(
         "Sampler accuracy", "KL divergence per target point between the distribution a "
         "sampler produces with an exact noise model (moments propagated in closed form: no "

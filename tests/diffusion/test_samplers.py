@@ -215,6 +215,30 @@ def test_more_resampling_reduces_bias(task):
     assert kl5 < 0.5 * kl0
 
 
+def test_fast_path_mean_lags_a_smooth_posterior_and_repeats_close_it():
+    """RePaint's own bias with exact noise predictions grows with the smoothness of the
+    function: on SE draws of lengthscale 1.2 on the domain the fast path's (32 cubic levels,
+    U = 4) mean lies more than a posterior variance (squared distance, averaged over the
+    targets) from the exact posterior mean, and twelve repeats cut that several-fold
+    (benchmarks/ndp_smooth_conditioning.py, oracle table)."""
+    sched = NoiseSchedule.official()
+    rng = np.random.default_rng(1)
+    levels = strided_levels(500, 32, "cubic")
+    errors = {0.25: {}, 1.2: {}}
+    for lengthscale, err in errors.items():
+        for _ in range(4):
+            x = rng.uniform(-1.8, 1.8, 3 + 40)
+            K = _kernel(x, lengthscale)
+            y = np.linalg.cholesky(K) @ rng.standard_normal(len(x))
+            mu, Sig = gp_posterior(K, 3, y[:3])
+            for U in (4, 12):
+                m, _ = sampler_moments(sched, K, 3, y[:3], resample_path(levels, U))
+                err.setdefault(U, []).append(np.mean((m - mu) ** 2 / np.diag(Sig)))
+    smooth, paper = ({U: np.mean(v) for U, v in e.items()} for e in (errors[1.2], errors[0.25]))
+    assert smooth[4] > 0.5 and smooth[4] > 2 * paper[4], (smooth, paper)
+    assert smooth[12] < smooth[4] / 3, smooth
+
+
 def test_no_context_is_prior_sampling():
     sched = NoiseSchedule.official(T=20)
     f = lambda x, y, t, mask=None: torch.zeros_like(y)  # noqa: E731
