@@ -73,6 +73,9 @@ SAMPLERS = {
                        n_resample_fine=4),
     "t150-U10/3": dict(n_steps=32, n_resample=10, spacing="cubic", fine_level=150,
                        n_resample_fine=3),
+    # fewer levels with more repeats, at about the fast path's cost (127 evaluations)
+    "c20-U6": dict(n_steps=20, n_resample=6, spacing="cubic"),
+    "c24-U5": dict(n_steps=24, n_resample=5, spacing="cubic"),
 }
 REFERENCE = "ddpm500-U5"
 

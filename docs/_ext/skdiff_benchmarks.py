@@ -435,7 +435,7 @@ def _sampler_network_claim(kernel, title, seed=1, prior=None, repeats=False):
         tasks, reference, runs = "16 tasks (those of the paper-task table)", (
             "the fast sampler (c32-U4)"), (
             "--n-tasks 16 --seed 0", "--reference c32-U4 --samplers c32-U4 c32-U8 c32-U12 "
-            "t150-U12/4 t150-U10/3")
+            "t150-U12/4 t150-U10/3 c20-U6 c24-U5")
         compared = "the fast sampler, 32 cubic levels with 4 RePaint repeats (c32-U4)."
     elif seed == 1:
         tasks, reference, runs = "8 tasks", "the paper's sampler", (
