@@ -178,7 +178,8 @@ class NDPRegressor(RegressorMixin, EstimatorBase):
         0.046 with 8 and 0.033 with 12, with 1.8 and 2.6 times the network evaluations. On
         the paper's tasks with the ``"gp"`` prior, 8 repeats score 0.07 nats per point
         higher on SE draws and within their standard error on Matérn-5/2 draws; 12 score
-        lower on the latter (the NDP benchmark page). For a function known to be smooth, 8.
+        lower on the latter (the NDP benchmark page). For a function known to be smooth,
+        with the ``"gp"`` prior, 8.
     n_samples : int, default=64
         Monte Carlo samples behind ``predict``.
     x_bounds : array-like of shape (2,) or (n_features, 2), default=None
