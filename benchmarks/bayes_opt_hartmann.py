@@ -14,7 +14,8 @@ function's dimension on the evaluations so far (no retraining between iterations
 ``--priors gp matern52`` runs the marginalising ``gp`` prior and the Matérn-5/2 one, whose
 lengthscale is fixed) on power-transformed values (``y_transform="auto"``, the default;
 ``--raw-priors gp`` also runs those priors on the values as they are, as ``ndp_raw`` /
-``ndp_<prior>_raw``), with ``NDPRegressor``'s default sampler (``--sampler``); GPR
+``ndp_<prior>_raw``), with ``NDPRegressor``'s default sampler (``--sampler``,
+``--n-resample``); GPR
 refits a Matérn-5/2 kernel by ML-II at every iteration (initial lengthscale 0.3 and bounds
 0.01 to 10, times each side of the box) on the values as they are (its default) and, as
 ``gpr_power``, on power-transformed values. NDP ranks the candidates by a draw denoised
@@ -88,6 +89,8 @@ def main(argv=None):
                    help="shipped NDP priors to run also with y_transform=None (method "
                         "'ndp_raw' for gp, 'ndp_<name>_raw' else)")
     add_sampler_arg(p)
+    p.add_argument("--n-resample", type=int, default=4,
+                   help="NDPRegressor's n_resample (default: its default, 4)")
     p.add_argument("--no-denoise", action="store_true",
                    help="NDP rows rank the candidates by one joint sample "
                         "(thompson_sampling's default, denoise=False) instead of a draw "
@@ -104,7 +107,8 @@ def main(argv=None):
     objective, bounds, f_min = FUNCTIONS[args.function]
     def ndp(prior):
         return lambda: NDPRegressor(prior=prior, x_bounds=bounds, alpha=0.0, n_samples=2,
-                                    sampler=args.sampler, x_compression=args.x_compression)
+                                    sampler=args.sampler, n_resample=args.n_resample,
+                                    x_compression=args.x_compression)
 
     def gpr():
         return bo_gpr(bounds)
