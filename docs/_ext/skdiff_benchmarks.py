@@ -748,6 +748,20 @@ CLAIMS = {
         "runs: [...], rows: [{key, split, dataset, metric, params, skdiff: {score}, "
         "best_baseline, baseline_score, status}] (defaults.py's format)",
         _defaults_candidate),
+    "defaults_n_resample8": Claim(
+        "More RePaint repeats on the defaults benchmark", "NDPRegressor(random_state=0, "
+        "n_resample=8) on three dev rows of the defaults benchmark (functions: smooth noisy "
+        "SE draws, Matérn-5/2 draws, the Forrester function), beside the defaults' own score "
+        "on the same row (docs/benchmarks/defaults.md) and the row's strongest baseline: a "
+        "setting measured on dev rows only.",
+        "defaults_n_resample8.json",
+        "OMP_NUM_THREADS=2 python benchmarks/defaults.py --estimators NDPRegressor --split dev "
+        "--rows 'l=0.25 noise=0.2' matern52 Forrester --threads 2 --set n_resample=8 "
+        "--json benchmarks/results/defaults_n_resample8.json --no-render",
+        "not in the paper (an skdiff setting).",
+        "runs: [...], rows: [{key, split, dataset, metric, params, skdiff: {score}, "
+        "best_baseline, baseline_score, status}] (defaults.py's format)",
+        _defaults_candidate),
     "digits": Claim(
         "Semi-supervised digits", "Accuracy on the unlabelled rows of the digits data with 10 "
         "labels per class, against scikit-learn's semi-supervised estimators.",
