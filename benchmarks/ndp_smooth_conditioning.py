@@ -27,7 +27,8 @@ from pathlib import Path
 
 import numpy as np
 from _ndp_common import add_runtime_args, apply_runtime_args, write_json
-from ndp_interpolation import prior_bayes_posterior
+from ndp_interpolation import gp_moment_metrics, prior_bayes_posterior
+from ndp_sampler_network import sampler_path
 from sklearn.gaussian_process import GaussianProcessRegressor
 from sklearn.gaussian_process.kernels import RBF, WhiteKernel
 from sklearn.gaussian_process.kernels import ConstantKernel as C
@@ -70,6 +71,8 @@ def oracle_rows(n_tasks, seed, repeats=(4, 12)):
     schedule = NoiseSchedule.official()
     noise = 0.0025
     rng = np.random.RandomState(seed)
+    levels = strided_levels(schedule.T, 32, "cubic")
+    paths = {u: resample_path(levels, u) for u in repeats}
     rows = []
     for ls in (0.25, 0.6, 1.2):
         for c in (3, 8):
@@ -79,16 +82,14 @@ def oracle_rows(n_tasks, seed, repeats=(4, 12)):
                 K = gp_kernel(x[:, None], x[:, None], "se", ls, 1.0) + noise * np.eye(len(x))
                 y = np.linalg.cholesky(K) @ rng.standard_normal(len(x))
                 mu, cov = gp_posterior(K, c, y[:c])
-                for u in repeats:
-                    path = resample_path(strided_levels(schedule.T, 32, "cubic"), u)
+                for u, path in paths.items():
                     m, P = sampler_moments(schedule, K, c, y[:c], path)
                     scores[u].append((np.mean((m - mu) ** 2 / np.diag(cov)),
                                       kl_per_point(mu, cov, m, P)))
             for u, v in scores.items():
                 v = np.asarray(v)
-                path = resample_path(strided_levels(schedule.T, 32, "cubic"), u)
                 rows.append({"lengthscale": ls, "context": c, "n_resample": u,
-                             "evaluations": n_evaluations(path),
+                             "evaluations": n_evaluations(paths[u]),
                              "mean_error": float(v[:, 0].mean()), "kl": float(v[:, 1].mean())})
                 print(f"oracle: lengthscale {ls}, {c} context, n_resample={u}: squared error "
                       f"of the mean / posterior variance {rows[-1]['mean_error']:.3f}, "
@@ -118,8 +119,10 @@ def main(argv=None):
             per[name]["seconds"].append(time.perf_counter() - t0)
             per[name]["mse"].append(float(np.mean((samples.mean(1) - yq) ** 2)))
             per[name]["loglik"].append(float(gaussian_log_likelihood(yq, samples)))
-            levels = strided_levels(est.schedule_.T, est.n_sampling_steps or 32, "cubic")
-            evaluations[name] = n_evaluations(resample_path(levels, est.n_resample))
+            # the level path of the estimator's own sampler (sampler_ resolved in fit)
+            path = sampler_path(est.schedule_, {**est._levels_kwargs(),
+                                                "n_resample": est.n_resample})
+            evaluations[name] = n_evaluations(path)
             line.append(f"{name} {per[name]['mse'][-1]:.4f}")
             if name == "defaults":
                 Zc, Z, _ = est._check_X(xq)
@@ -129,12 +132,9 @@ def main(argv=None):
         g = GaussianProcessRegressor(C(1.0) * RBF(1.0) + WhiteKernel(1e-2), normalize_y=True,
                                      n_restarts_optimizer=2, random_state=0).fit(xc, yc)
         mean, cov = g.predict(xq, return_cov=True)
-        gpr["mse"].append(float(np.mean((mean - yq) ** 2)))
-        d = yq - mean
-        L = np.linalg.cholesky(cov + 1e-9 * np.eye(len(yq)))
-        a = np.linalg.solve(L, d)
-        gpr["loglik"].append(float(-0.5 * (a @ a + 2 * np.log(np.diag(L)).sum()
-                                           + len(yq) * np.log(2 * np.pi)) / len(yq)))
+        loglik, mse, _ = gp_moment_metrics(mean, cov + 1e-9 * np.eye(len(yq)), yq)
+        gpr["mse"].append(float(mse))
+        gpr["loglik"].append(float(loglik))
         print(f"task {i} ({len(yc)} context), MSE of the mean: " + ", ".join(line)
               + f", gp prior's Bayes posterior {bayes['mse'][-1]:.4f}, "
               f"GPR {gpr['mse'][-1]:.4f}", flush=True)

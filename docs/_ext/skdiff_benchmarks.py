@@ -1272,8 +1272,8 @@ CLAIMS = {
         f"Bayesian optimisation, {title}, the NDP with 8 RePaint repeats", f"The protocol "
         f"of the {title} table (one joint sample, uniform candidates, seeds 0-19: the same "
         "initial points and candidates) with NDPRegressor(n_resample=8) instead of its "
-        "default 4: the samples follow the evaluations they condition on more closely, at "
-        "1.8 times the network evaluations.",
+        "default 4 (the setting that brought the samples closer to smooth contexts, see the "
+        "smooth-context table), at 1.8 times the network evaluations.",
         f"bayes_opt_{file}_resample8.json",
         f"python benchmarks/bayes_opt_hartmann.py --no-denoise --function {function} "
         f"--priors gp --n-resample 8 --n-seeds 20 --n-iter 30 --threads 1 --json "

@@ -743,8 +743,9 @@ class FlowformerRegressor(RegressorTask, _FlowformerBase):
         held = (head.weight[:k].detach().cpu().numpy().copy(),
                 head.bias[:k].detach().cpu().numpy().copy())
         with torch.no_grad():
-            head.weight[:k] = torch.as_tensor(weight, dtype=head.weight.dtype)
-            head.bias[:k] = torch.as_tensor(bias, dtype=head.bias.dtype)
+            head.weight[:k] = torch.as_tensor(weight, dtype=head.weight.dtype,
+                                              device=head.weight.device)
+            head.bias[:k] = torch.as_tensor(bias, dtype=head.bias.dtype, device=head.bias.device)
         return held
 
     def _correction_beats_ridge(self, data, valid):
