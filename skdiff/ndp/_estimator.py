@@ -176,10 +176,11 @@ class NDPRegressor(RegressorMixin, EstimatorBase):
         more of them than the default: on SE draws of lengthscale 0.35 times the interval
         (4-12 points) the samples' mean had a median squared error of 0.079 with 4 repeats,
         0.046 with 8 and 0.033 with 12, with 1.8 and 2.6 times the network evaluations. On
-        the paper's tasks with the ``"gp"`` prior, 8 repeats score 0.07 nats per point
-        higher on SE draws and within their standard error on Matérn-5/2 draws; 12 score
-        lower on the latter (the NDP benchmark page). For a function known to be smooth,
-        with the ``"gp"`` prior, 8.
+        the paper's tasks (lengthscale a sixteenth of the domain) with the ``"gp"`` prior,
+        8 repeats scored 0.07 nats per point higher on the SE draws of one set of 16 tasks
+        and no higher, within the noise, on another, and 0.20 lower on the rougher
+        Matérn-5/2 draws of the second (the NDP benchmark page). For a function known to
+        be smooth, with the ``"gp"`` prior, 8.
     n_samples : int, default=64
         Monte Carlo samples behind ``predict``.
     x_bounds : array-like of shape (2,) or (n_features, 2), default=None
