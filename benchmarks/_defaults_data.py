@@ -288,6 +288,19 @@ def ucr(ctx, name):
                  y_test=np.asarray(yte))
 
 
+def tser(ctx, name):
+    """A time-series extrinsic regression set bundled with aeon (read offline), its own
+    train/test split: a country's COVID-19 death rate from its last 84 days of confirmed
+    cases (``"covid_3month"``), or a day's sentiment score from its 24 hourly close prices
+    and traded volumes of the Cardano cryptocurrency (``"cardano_sentiment"``)."""
+    from aeon import datasets as ads
+
+    load = getattr(ads, f"load_{name}")
+    (Xtr, ytr), (Xte, yte) = load(split="train"), load(split="test")
+    return Bunch(X_train=_to_nlc(Xtr), y_train=np.asarray(ytr, dtype=np.float64),
+                 X_test=_to_nlc(Xte), y_test=np.asarray(yte, dtype=np.float64))
+
+
 # -- functions (NDPRegressor as a GaussianProcessRegressor drop-in) ---------------------------
 def _context_sizes(rng, n_tasks, n_context):
     return rng.randint(n_context[0], n_context[1] + 1, size=n_tasks)

@@ -23,7 +23,8 @@ The data sets were split into a **dev** part (defaults may be chosen on it) and 
 **held-out** part (only reported) before any result was seen; the assignment is the
 `DATASETS` table of `benchmarks/defaults.py`, which also holds the protocol of every row.
 Rows may join the dev part later (the forecasting rows after airline, bundled series that
-probe where the forecaster's defaults generalise); the held-out part never grows.
+probe where the forecaster's defaults generalise, and the two sequence-regression sets);
+the held-out part never grows.
 Times are wall-clock seconds of the `fit` call (for NDP, fit plus `sample_posterior` summed
 over the tasks) on a shared, loaded machine: compare them within a run, not across machines.
 
@@ -36,6 +37,8 @@ graphs, SGC (the same linear model on the 2-hop propagated features, without a s
 published), `LabelSpreading` on the graph (alpha 0.9), the linear model on the features
 alone; forecasting, ridge on the lag window
 (penalty chosen on the latest 20 % of the training windows), seasonal naive, last value;
+sequence regression, `RidgeCV` on the standardised flattened series,
+`HistGradientBoostingRegressor` on the flattened series, the training targets' mean;
 series classification, `LogisticRegression` and `RidgeClassifierCV` on the standardised
 flattened series, 1-NN (Euclidean); functions, `GaussianProcessRegressor(ConstantKernel() *
 RBF() + WhiteKernel(), normalize_y=True, n_restarts_optimizer=10)` (ML-II), on x as given

@@ -330,15 +330,22 @@ def seasonal_naive(d):
     return _timed(fn)
 
 
-def series_flat_model(model, scale=True):
+def series_flat_model(model, scale=True, metric=accuracy):
     """``model`` on the flattened (length x channels) series."""
     def run(d):
         def fn():
             est = make_pipeline(StandardScaler(), clone(model)) if scale else clone(model)
             est.fit(_flat(d.X_train), d.y_train)
-            return accuracy(d.y_test, est.predict(_flat(d.X_test))), {}
+            return metric(d.y_test, est.predict(_flat(d.X_test))), {}
         return _timed(fn)
     return run
+
+
+def training_mean(d):
+    """The training targets' mean for every test series."""
+    def fn():
+        return mse(d.y_test, np.full(np.shape(d.y_test), np.mean(d.y_train))), {}
+    return _timed(fn)
 
 
 nearest_neighbour = series_flat_model(KNeighborsClassifier(n_neighbors=1), scale=False)

@@ -293,3 +293,36 @@ def test_a_reliability_update_replaces_an_earlier_run_of_the_same_selection(monk
     monkeypatch.setattr(rel, "command", lambda script, argv: b)
     merged = rel._merge({"meta": meta, "probes": []}, [], [], 1.0)
     assert [u["command"] for u in merged["meta"]["updates"]] == [meta["updates"][1]["command"], b]
+
+
+def test_defaults_sequence_regression_task_scores_the_estimator_and_its_baselines(monkeypatch):
+    """The ``seq_reg`` task: one value per series, scored by MSE against ridge and gradient
+    boosting on the flattened series and the training mean, each computed by hand here."""
+    monkeypatch.syspath_prepend(str(ROOT / "benchmarks"))
+    script = _load("defaults_under_test", ROOT / "benchmarks" / "defaults.py")
+    import numpy as np
+    from sklearn.linear_model import RidgeCV
+    from sklearn.pipeline import make_pipeline
+    from sklearn.preprocessing import StandardScaler
+    from sklearn.utils import Bunch
+
+    from skdiff import FlowformerRegressor
+
+    rng = np.random.RandomState(0)
+    X = rng.normal(size=(120, 12, 2))
+    y = X[:, -3:, 0].sum(1) - 0.5 * X[:, :, 1].mean(1) + 0.1 * rng.normal(size=120)
+    d = Bunch(X_train=X[:90], y_train=y[:90], X_test=X[90:], y_test=y[90:])
+    task = script.TASKS["seq_reg"]
+    flat = lambda a: a.reshape(len(a), -1)  # noqa: E731
+    ridge = make_pipeline(StandardScaler(), RidgeCV(alphas=np.logspace(-3, 3, 13)))
+    expected_ridge = np.mean((ridge.fit(flat(d.X_train), d.y_train).predict(flat(d.X_test))
+                              - d.y_test) ** 2)
+    assert task.baselines["ridge"](d)["score"] == pytest.approx(expected_ridge)
+    assert task.baselines["training_mean"](d)["score"] == pytest.approx(
+        np.mean((d.y_test - d.y_train.mean()) ** 2))
+    # the signal is linear in the window: ridge far below the mean, and the estimator's
+    # ridge skip with it (max_epochs=2 keeps the call short)
+    assert task.estimator == "FlowformerRegressor"
+    skdiff_mse = task.call(lambda **kw: FlowformerRegressor(max_epochs=2, **kw), d)["score"]
+    assert expected_ridge < 0.2 * task.baselines["training_mean"](d)["score"]
+    assert skdiff_mse < 2 * expected_ridge
