@@ -423,8 +423,8 @@ def _ndp_sampler_network(doc):
             f"difference to {ref}", "s per task"], rows
 
 
-#: The samplers of the ``levels`` runs: chosen among on task seed 0, the choice (c26-U5)
-#: and the two beside it confirmed on task seed 1.
+#: The samplers of the ``levels`` runs: the candidates compared on task seed 0, and the
+#: one chosen there (c26-U5) with the two beside it, checked on task seed 1.
 LEVELS_SAMPLERS = {0: "c32-U4 c24-U5 c24-U6 c27-U5 c26-U5", 1: "c32-U4 c26-U5 c24-U5 c27-U5"}
 
 
