@@ -89,8 +89,8 @@ def main(argv=None):
                    help="shipped NDP priors to run also with y_transform=None (method "
                         "'ndp_raw' for gp, 'ndp_<name>_raw' else)")
     add_sampler_arg(p)
-    p.add_argument("--n-resample", type=int, default=4,
-                   help="NDPRegressor's n_resample (default: its default, 4)")
+    p.add_argument("--n-resample", type=int, default=None,
+                   help="NDPRegressor's n_resample (default: the estimator's own default)")
     p.add_argument("--no-denoise", action="store_true",
                    help="NDP rows rank the candidates by one joint sample "
                         "(thompson_sampling's default, denoise=False) instead of a draw "
@@ -105,10 +105,13 @@ def main(argv=None):
     args = p.parse_args(argv)
     apply_runtime_args(args)
     objective, bounds, f_min = FUNCTIONS[args.function]
+    # only what the command sets differs from NDPRegressor's defaults
+    resample = {} if args.n_resample is None else {"n_resample": args.n_resample}
+
     def ndp(prior):
         return lambda: NDPRegressor(prior=prior, x_bounds=bounds, alpha=0.0, n_samples=2,
-                                    sampler=args.sampler, n_resample=args.n_resample,
-                                    x_compression=args.x_compression)
+                                    sampler=args.sampler, x_compression=args.x_compression,
+                                    **resample)
 
     def gpr():
         return bo_gpr(bounds)
