@@ -1,4 +1,5 @@
-"""DIFFormerRegressor's ``linear_fallback``: a ridge the network must beat on validation rows."""
+"""DIFFormerRegressor's ``linear_fallback``: a ridge the network learns a correction to, kept
+only where the correction beats the ridge on validation rows."""
 
 import numpy as np
 import pytest
@@ -70,41 +71,105 @@ def test_a_linear_target_gets_the_ridge(linear):
     np.testing.assert_allclose(reg.transduction_, reg.predict(Xtr), rtol=1e-5, atol=1e-4)
 
 
+def _correction_means(reg, X):
+    """Standardised means of the ridge plus the network's correction on the rows of ``X``,
+    whichever of the two predicts."""
+    from skdiff.difformer._estimators import _DIFFormerBase
+
+    prepared = reg._prepare_predict(X)
+    with reg._inference():
+        raw = _DIFFormerBase._outputs(reg, prepared)  # the network's own outputs
+    return reg._with_skip(raw, prepared[1])[:, 0], raw[:, 0]
+
+
 def test_a_nonlinear_target_keeps_the_network(friedman):
     Xtr, ytr, Xte, yte = friedman
     reg = DIFFormerRegressor(**FULL, random_state=0).fit(Xtr, ytr)
     net = DIFFormerRegressor(**FULL, linear_fallback=False, random_state=0).fit(Xtr, ytr)
-    assert reg.network_used_ and reg.linear_fallback_ is not None
-    # the comparison changes nothing the network predicts
-    np.testing.assert_allclose(reg.predict(Xte), net.predict(Xte), rtol=1e-6)
-    ridge = RidgeCV(alphas=FALLBACK_ALPHAS).fit(Xtr, ytr)
-    assert _mse(yte, reg.predict(Xte)) < 0.8 * _mse(yte, ridge.predict(Xte))
+    assert reg.network_used_ and net.network_used_ and net.linear_fallback_ is None
+    # the network learnt a correction to the ridge: predictions are the ridge's (fitted to
+    # the training rows) plus the network's output times the residuals' scale
+    ridge, graph_scale, c = reg._skip
+    assert reg.linear_fallback_ is ridge and graph_scale is None and 0 < c[0] < 1
+    scale = reg._feature_scaling
+    test_scaled = ((Xte - scale.mean_) / scale.scale_).astype(np.float32)
+    _, network = _correction_means(reg, Xte)
+    expected = (ridge.predict(test_scaled.astype(np.float64)) + c[0] * network) \
+        * reg.y_scale_[0] + reg.y_mean_[0]
+    np.testing.assert_allclose(reg.predict(Xte), expected, rtol=1e-5, atol=1e-4)
+    ridge_mse = _mse(yte, RidgeCV(alphas=FALLBACK_ALPHAS).fit(Xtr, ytr).predict(Xte))
+    assert _mse(yte, reg.predict(Xte)) < 0.8 * ridge_mse
+    assert _mse(yte, reg.predict(Xte)) < 1.1 * _mse(yte, net.predict(Xte))
+    mean, std = reg.predict(Xte, return_std=True)
+    assert 0.85 <= np.mean(np.abs(yte - mean) <= 1.96 * std) <= 1.0
+    draws = reg.sample_posterior(Xte, n_samples=400, random_state=0)
+    np.testing.assert_allclose(draws.mean(-1), mean, atol=4 * std.max() / np.sqrt(400))
+
+
+def test_the_network_learns_the_ridges_leave_one_out_residuals(linear):
+    """The correction's targets: the training rows' residuals of the ridge left out one at
+    a time (recomputed here by refitting it without each row), divided by their standard
+    deviation; the validation rows' plain residuals, scaled alike."""
+    from sklearn.linear_model import Ridge
+
+    Xtr, ytr, _, _ = linear
+    mask = np.zeros(len(ytr), dtype=bool)
+    mask[::8] = True
+    seen = {}
+    make = DIFFormerRegressor._make_datasets
+
+    def spy(self, data, train, valid):
+        out = make(self, data, train, valid)
+        seen["targets"] = out[0].item[1]["y"].cpu().numpy().ravel()
+        seen["valid"] = out[1].item[1]["y"].cpu().numpy().ravel()
+        return out
+
+    reg = DIFFormerRegressor(**dict(FAST, max_epochs=2), random_state=0)
+    import unittest.mock as mock
+
+    with mock.patch.object(DIFFormerRegressor, "_make_datasets", spy):
+        reg.fit(Xtr, ytr, validation_mask=mask)
+    scale = reg._feature_scaling
+    scaled = ((Xtr - scale.mean_) / scale.scale_).astype(np.float64)
+    ys = (ytr - reg.y_mean_[0]) / reg.y_scale_[0]
+    ridge = reg._skip[0]
+    tr = np.flatnonzero(~mask)
+    loo = np.array([ys[i] - Ridge(alpha=ridge.alpha_).fit(
+        scaled[np.setdiff1d(tr, i)], ys[np.setdiff1d(tr, i)]).predict(scaled[i:i + 1])[0]
+        for i in tr])
+    np.testing.assert_allclose(reg._skip[2], [loo.std()], rtol=1e-4)
+    np.testing.assert_allclose(seen["targets"][tr], loo / loo.std(), rtol=1e-3, atol=1e-4)
+    assert np.isnan(seen["targets"][mask]).all()
+    plain = (ys[mask] - ridge.predict(scaled[mask])) / loo.std()
+    np.testing.assert_allclose(seen["valid"][mask], plain, rtol=1e-3, atol=1e-4)
 
 
 @pytest.mark.parametrize("data", ["linear", "friedman"])
 def test_the_decision_is_the_one_standard_error_rule(data, request):
-    """Recomputed from the validation rows of a ``validation_mask``: the network is kept
-    exactly when its validation MSE is lower than the ridge's by more than one standard
-    error of the mean per-row difference (standardised targets)."""
+    """Recomputed from the validation rows of a ``validation_mask``: the network's
+    correction is kept exactly when the ridge plus it has a validation MSE lower than the
+    ridge's by more than one standard error of the mean per-row difference (standardised
+    targets)."""
     Xtr, ytr, _, _ = request.getfixturevalue(data)
-    kw = FAST if data == "linear" else FULL
     mask = np.zeros(len(ytr), dtype=bool)
     mask[::8] = True
-    reg = DIFFormerRegressor(**kw, linear_fallback=True, random_state=0).fit(
-        Xtr, ytr, validation_mask=mask)
-    net = DIFFormerRegressor(**kw, linear_fallback=False, random_state=0).fit(
+    reg = DIFFormerRegressor(**FULL, linear_fallback=True, random_state=0).fit(
         Xtr, ytr, validation_mask=mask)
     scale = reg._feature_scaling
     scaled = ((Xtr - scale.mean_) / scale.scale_).astype(np.float32)
     ys = (ytr - reg.y_mean_[0]) / reg.y_scale_[0]
     ridge = RidgeCV(alphas=list(FALLBACK_ALPHAS)).fit(scaled[~mask], ys[~mask])
+    # the compared ridge is the one the network corrects, fitted to the training rows
+    np.testing.assert_allclose(reg._skip[0].coef_.ravel(), ridge.coef_, rtol=1e-5,
+                               atol=1e-7)
     # the ridge kept is the compared one, or the one refitted to all rows that predicts
     kept_ridge = RidgeCV(alphas=list(FALLBACK_ALPHAS)).fit(
         *((scaled, ys) if not reg.network_used_ else (scaled[~mask], ys[~mask])))
     np.testing.assert_allclose(reg.linear_fallback_.coef_.ravel(), kept_ridge.coef_,
                                rtol=1e-5, atol=1e-7)
-    yv = (ytr[mask] - reg.y_mean_[0]) / reg.y_scale_[0]
-    err_net = ((net.predict(Xtr[mask]) - reg.y_mean_[0]) / reg.y_scale_[0] - yv) ** 2
+    yv = ys[mask]
+    corrected, _ = _correction_means(reg, Xtr[mask])
+    err_net = (corrected - yv) ** 2
     err_ridge = (ridge.predict(scaled[mask]) - yv) ** 2
     diff = err_net - err_ridge
     w = np.full(mask.sum(), 1 / mask.sum())
@@ -255,8 +320,8 @@ def test_on_a_graph_the_ridge_reads_the_features_and_their_graph_average(graph_t
 
     X, A, y, labelled = graph_task
     y_fit = np.where(labelled, y, np.nan)
-    reg = DIFFormerRegressor(**FAST, random_state=0).fit(X, y_fit, adjacency=A)
-    net = DIFFormerRegressor(**FAST, linear_fallback=False, random_state=0).fit(
+    reg = DIFFormerRegressor(**FULL, random_state=0).fit(X, y_fit, adjacency=A)
+    net = DIFFormerRegressor(**FULL, linear_fallback=False, random_state=0).fit(
         X, y_fit, adjacency=A)
     assert not reg.network_used_ and net.network_used_
     assert "valid_loss" in reg.history_[-1]  # 12 labelled nodes held out to compare on
