@@ -1346,14 +1346,20 @@ class DIFFormerRegressor(RegressorTask, _DIFFormerBase):
         training rows their leave-one-out values, what the ridge gets wrong on rows it has
         not seen), divided by their standard deviation there, and predicts the ridge's mean
         plus its correction, with the Gaussian head's variance that of the residuals (as
-        :class:`~skdiff.FlowformerRegressor`'s window skip). After training the correction
-        is kept only if it lowers the validation rows' mean squared error by more than one
-        standard error of the mean per-row difference (the one-standard-error rule of
-        penalised regression). Given an adjacency the ridge reads beside the features their
-        2-hop SGC average over the graph (Wu et al., 2019: the linear model of the nodes of a
-        graph), as it is or standardised over the graph's nodes, whichever has the lower
-        leave-one-out error on the training rows (with one penalty for both, it sets how far
-        the averages are shrunk relative to the features). Where the correction is not kept,
+        :class:`~skdiff.FlowformerRegressor`'s window skip). With 20 validation rows or
+        more a second network, from the same seed, learns the targets themselves, and the
+        one whose predictions have the lower validation mean squared error is kept
+        (``network_target_``): a correction learns the nonlinear part of a target whose
+        linear part the network would otherwise have to find in few rows, while with many
+        rows a network on the targets can learn more (twice the training time). After
+        training the network is kept only if it lowers the validation rows' mean squared
+        error below the ridge's by more than one standard error of the mean per-row
+        difference (the one-standard-error rule of penalised regression). Given an
+        adjacency the ridge reads beside the features their 2-hop SGC average over the
+        graph (Wu et al., 2019: the linear model of the nodes of a graph), as it is or
+        standardised over the graph's nodes, whichever has the lower leave-one-out error on
+        the training rows (with one penalty for both, it sets how far the averages are
+        shrunk relative to the features). Where the network is not kept,
         the ridge, refitted to all labelled rows, gives ``predict``, ``transduction_`` and
         :meth:`sample_posterior` their means, and its leave-one-out mean squared error their
         variance (out of sample already: ``std_scale_`` is 1); ``network_used_`` records
@@ -1455,11 +1461,16 @@ class DIFFormerRegressor(RegressorTask, _DIFFormerBase):
         Whether the means come from the network (``True``: with ``linear_fallback``, the
         ridge plus the network's correction) or from the ridge of ``linear_fallback``
         alone, which the correction did not beat on the validation rows.
+    network_target_ : {"residuals", "targets"}
+        What the network learnt: the residuals of the ``linear_fallback`` ridge (its
+        predictions are the ridge's plus the network's correction) or the targets
+        themselves (``linear_fallback=False``, fits that do not compare, and fits whose
+        network on the targets predicted the validation rows better).
     linear_fallback_ : sklearn.linear_model.RidgeCV or None
         The ridge ``linear_fallback`` compared the network with (on the scaled features and
-        standardised targets): fitted to the training rows, the one the network's
-        correction is added to, where the network is used; else refitted to all labelled
-        rows, the one that predicts. ``None`` when it was off.
+        standardised targets): fitted to the training rows where the network is used
+        (with ``network_target_="residuals"``, the one its correction is added to); else
+        refitted to all labelled rows, the one that predicts. ``None`` when it was off.
     %(input_attributes)s
     init_scores_ : ndarray of shape (n_init,)
         Best validation loss of every initialisation (without validation rows, the training
@@ -1627,6 +1638,7 @@ class DIFFormerRegressor(RegressorTask, _DIFFormerBase):
         needs no calibration (``std_scale_`` stays 1).
         """
         compare = self._fallback_on(data, valid)
+        self.network_target_ = "targets" if self.__dict__.get("_skip") is None else "residuals"
         # the network learnt a correction to the ridge of _make_datasets, if it had one
         outputs = self._with_skip(outputs, data.inputs, every_sample=True)
         if not compare and data.continued and not self.__dict__.get("network_used_", True):
@@ -1705,6 +1717,44 @@ class DIFFormerRegressor(RegressorTask, _DIFFormerBase):
         residuals = (residuals / self._skip[2]).reshape(data.targets.shape)
         data = dataclasses.replace(data, extra={**data.extra, "targets": residuals})
         return super()._make_datasets(data, train, valid)
+
+    def _train_inits(self, data, train, valid, train_ds, valid_ds, epochs):
+        """Train the network on the ridge's residuals (:meth:`_make_datasets`) and, with at
+        least ``MIN_CALIBRATION_ROWS`` validation rows to tell two networks apart, a second
+        one from the same seed on the targets themselves; keep the one whose predictions
+        (the ridge plus the correction, or the network's own) have the lower validation
+        mean squared error."""
+        seed = self.seed_
+        super()._train_inits(data, train, valid, train_ds, valid_ds, epochs)
+        skip = self.__dict__.get("_skip")
+        if skip is None or valid.size < MIN_CALIBRATION_ROWS:
+            return
+        first = (self.seed_, self.net_, self.module_, self.history_, self.init_scores_)
+        err_residuals = self._validation_mse(data, valid)
+        self._skip, self.seed_ = None, seed
+        train_ds, valid_ds = super()._make_datasets(data, train, valid)
+        super()._train_inits(data, train, valid, train_ds, valid_ds, epochs)
+        err_targets = self._validation_mse(data, valid)
+        if self.verbose:
+            print(f"linear_fallback: validation MSE {err_residuals:.4f} with the network "
+                  f"trained on the ridge's residuals, {err_targets:.4f} on the targets: "
+                  f"{'residuals' if err_residuals <= err_targets else 'targets'} kept")
+        if err_residuals <= err_targets:
+            self._skip = skip
+            self.seed_, self.net_, self.module_, self.history_, self.init_scores_ = first
+
+    def _validation_mse(self, data, valid):
+        """Weighted mean squared error (standardised, averaged over the outputs) of the
+        current network's predictions of the ``valid`` rows, the ridge's added where the
+        network learnt a correction to it."""
+        with self._inference():
+            outputs = self._joint_outputs(data.inputs)[0]
+        outputs = self._with_skip(outputs, data.inputs, every_sample=True)
+        ids = np.arange(data.inputs.n) if data.inputs.ids is None else data.inputs.ids
+        k = self.n_outputs_
+        targets = data.targets.reshape(len(data.targets), k)[valid]
+        w = data.weights[valid] / data.weights[valid].sum()
+        return float(w @ ((outputs[ids[valid], :k] - targets) ** 2).mean(1))
 
     def _skip_means(self, inputs):
         """The standardised predictions, for every sample of ``inputs``, of the ridge the

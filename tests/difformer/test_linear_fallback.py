@@ -4,7 +4,7 @@ only where the correction beats the ridge on validation rows."""
 import numpy as np
 import pytest
 import scipy.sparse as sp
-from sklearn.datasets import make_friedman1, make_regression
+from sklearn.datasets import make_friedman1, make_friedman2, make_regression
 from sklearn.linear_model import RidgeCV
 
 from skdiff import DIFFormerRegressor, Graph
@@ -87,16 +87,7 @@ def test_a_nonlinear_target_keeps_the_network(friedman):
     reg = DIFFormerRegressor(**FULL, random_state=0).fit(Xtr, ytr)
     net = DIFFormerRegressor(**FULL, linear_fallback=False, random_state=0).fit(Xtr, ytr)
     assert reg.network_used_ and net.network_used_ and net.linear_fallback_ is None
-    # the network learnt a correction to the ridge: predictions are the ridge's (fitted to
-    # the training rows) plus the network's output times the residuals' scale
-    ridge, graph_scale, c = reg._skip
-    assert reg.linear_fallback_ is ridge and graph_scale is None and 0 < c[0] < 1
-    scale = reg._feature_scaling
-    test_scaled = ((Xte - scale.mean_) / scale.scale_).astype(np.float32)
-    _, network = _correction_means(reg, Xte)
-    expected = (ridge.predict(test_scaled.astype(np.float64)) + c[0] * network) \
-        * reg.y_scale_[0] + reg.y_mean_[0]
-    np.testing.assert_allclose(reg.predict(Xte), expected, rtol=1e-5, atol=1e-4)
+    assert net.network_target_ == "targets"
     ridge_mse = _mse(yte, RidgeCV(alphas=FALLBACK_ALPHAS).fit(Xtr, ytr).predict(Xte))
     assert _mse(yte, reg.predict(Xte)) < 0.8 * ridge_mse
     assert _mse(yte, reg.predict(Xte)) < 1.1 * _mse(yte, net.predict(Xte))
@@ -104,6 +95,50 @@ def test_a_nonlinear_target_keeps_the_network(friedman):
     assert 0.85 <= np.mean(np.abs(yte - mean) <= 1.96 * std) <= 1.0
     draws = reg.sample_posterior(Xte, n_samples=400, random_state=0)
     np.testing.assert_allclose(draws.mean(-1), mean, atol=4 * std.max() / np.sqrt(400))
+
+
+@pytest.mark.parametrize("data, n_rows", [("friedman", 150), ("friedman", 800),
+                                          ("friedman2", 150)])
+def test_the_network_learns_a_correction_or_the_targets(data, n_rows, capsys):
+    """The network learns the ridge's residuals; with 20 validation rows or more a second
+    one, from the same seed, learns the targets themselves, and the one with the lower
+    validation MSE is kept. The ridge's and the correction's predictions add up (whether or
+    not the one-standard-error rule then keeps them)."""
+    maker = {"friedman": make_friedman1, "friedman2": make_friedman2}[data]
+    X, y = maker(1000, noise=1.0 if data == "friedman" else 10.0, random_state=0)
+    Xtr, ytr, Xte = X[:n_rows], y[:n_rows], X[800:]
+    reg = DIFFormerRegressor(**FULL, random_state=0, verbose=1).fit(Xtr, ytr)
+    out = capsys.readouterr().out
+    two = "trained on the ridge's residuals" in out
+    assert two == (n_rows == 800)  # 15 validation rows, then 80
+    if two:  # the kept one's validation MSE is the lower one printed
+        line = next(ln for ln in out.splitlines() if "ridge's residuals" in ln)
+        res, tgt = (float(v) for v in
+                    (line.split("MSE ")[1].split(" ")[0], line.split(", ")[1].split(" ")[0]))
+        assert reg.network_target_ == ("residuals" if res <= tgt else "targets")
+        assert line.endswith(f"{reg.network_target_} kept")
+    else:
+        assert reg.network_target_ == "residuals"
+    # Friedman #2 with 150 rows: the correction is kept (one of the paths of predict)
+    assert reg.network_used_ or data == "friedman"
+    scale = reg._feature_scaling
+    test_scaled = ((Xte - scale.mean_) / scale.scale_).astype(np.float32)
+    corrected, network = _correction_means(reg, Xte)
+    if reg.network_target_ == "residuals":
+        # predictions are the ridge's (fitted to the training rows) plus the network's
+        # output times the residuals' scale
+        ridge, graph_scale, c = reg._skip
+        assert (reg.linear_fallback_ is ridge) == reg.network_used_  # else refitted
+        assert graph_scale is None and 0 < c[0] < 1
+        expected = ridge.predict(test_scaled.astype(np.float64)) + c[0] * network
+    else:
+        assert reg._skip is None
+        expected = network
+    np.testing.assert_allclose(corrected, expected, rtol=1e-6, atol=1e-6)
+    if reg.network_used_:  # else the ridge refitted to all rows predicts
+        np.testing.assert_allclose(reg.predict(Xte),
+                                   expected * reg.y_scale_[0] + reg.y_mean_[0],
+                                   rtol=1e-5, atol=1e-4)
 
 
 def test_the_network_learns_the_ridges_leave_one_out_residuals(linear):
@@ -159,9 +194,9 @@ def test_the_decision_is_the_one_standard_error_rule(data, request):
     scaled = ((Xtr - scale.mean_) / scale.scale_).astype(np.float32)
     ys = (ytr - reg.y_mean_[0]) / reg.y_scale_[0]
     ridge = RidgeCV(alphas=list(FALLBACK_ALPHAS)).fit(scaled[~mask], ys[~mask])
-    # the compared ridge is the one the network corrects, fitted to the training rows
-    np.testing.assert_allclose(reg._skip[0].coef_.ravel(), ridge.coef_, rtol=1e-5,
-                               atol=1e-7)
+    if reg._skip is not None:  # the compared ridge is the one the network corrects
+        np.testing.assert_allclose(reg._skip[0].coef_.ravel(), ridge.coef_, rtol=1e-5,
+                                   atol=1e-7)
     # the ridge kept is the compared one, or the one refitted to all rows that predicts
     kept_ridge = RidgeCV(alphas=list(FALLBACK_ALPHAS)).fit(
         *((scaled, ys) if not reg.network_used_ else (scaled[~mask], ys[~mask])))
