@@ -1347,9 +1347,10 @@ class DIFFormerRegressor(RegressorTask, _DIFFormerBase):
         not seen), divided by their standard deviation there, and predicts the ridge's mean
         plus its correction, with the Gaussian head's variance that of the residuals (as
         :class:`~skdiff.FlowformerRegressor`'s window skip). With 20 validation rows or
-        more a second network, from the same seed, learns the targets themselves, and the
-        one whose predictions have the lower validation mean squared error is kept
-        (``network_target_``): a correction learns the nonlinear part of a target whose
+        more a second network, from the same seed, learns the targets themselves, kept
+        instead only if it predicts the validation rows better than the ridge plus the
+        correction by the one-standard-error rule below (``network_target_``): a
+        correction learns the nonlinear part of a target whose
         linear part the network would otherwise have to find in few rows, while with many
         rows a network on the targets can learn more (twice the training time). After
         training the network is kept only if it lowers the validation rows' mean squared
@@ -1721,40 +1722,43 @@ class DIFFormerRegressor(RegressorTask, _DIFFormerBase):
     def _train_inits(self, data, train, valid, train_ds, valid_ds, epochs):
         """Train the network on the ridge's residuals (:meth:`_make_datasets`) and, with at
         least ``MIN_CALIBRATION_ROWS`` validation rows to tell two networks apart, a second
-        one from the same seed on the targets themselves; keep the one whose predictions
-        (the ridge plus the correction, or the network's own) have the lower validation
-        mean squared error."""
+        one from the same seed on the targets themselves, kept instead only if its
+        predictions beat the ridge plus the correction on the validation rows by the
+        one-standard-error rule (the correction, which starts at zero, is the simpler
+        model)."""
         seed = self.seed_
         super()._train_inits(data, train, valid, train_ds, valid_ds, epochs)
         skip = self.__dict__.get("_skip")
         if skip is None or valid.size < MIN_CALIBRATION_ROWS:
             return
         first = (self.seed_, self.net_, self.module_, self.history_, self.init_scores_)
-        err_residuals = self._validation_mse(data, valid)
+        err_residuals = self._validation_errors(data, valid)
         self._skip, self.seed_ = None, seed
         train_ds, valid_ds = super()._make_datasets(data, train, valid)
         super()._train_inits(data, train, valid, train_ds, valid_ds, epochs)
-        err_targets = self._validation_mse(data, valid)
+        w = data.weights[valid] / data.weights[valid].sum()
+        better, mean, se = beats_by_one_se(self._validation_errors(data, valid),
+                                           err_residuals, w)
         if self.verbose:
-            print(f"linear_fallback: validation MSE {err_residuals:.4f} with the network "
-                  f"trained on the ridge's residuals, {err_targets:.4f} on the targets: "
-                  f"{'residuals' if err_residuals <= err_targets else 'targets'} kept")
-        if err_residuals <= err_targets:
+            print(f"linear_fallback: the validation MSE of a network on the targets is "
+                  f"{abs(mean):.4f} {'below' if mean < 0 else 'above'} that of the ridge "
+                  f"plus a correction (standard error {se:.4f}): "
+                  f"{'targets' if better else 'residuals'} kept")
+        if not better:
             self._skip = skip
             self.seed_, self.net_, self.module_, self.history_, self.init_scores_ = first
 
-    def _validation_mse(self, data, valid):
-        """Weighted mean squared error (standardised, averaged over the outputs) of the
-        current network's predictions of the ``valid`` rows, the ridge's added where the
-        network learnt a correction to it."""
+    def _validation_errors(self, data, valid):
+        """Squared errors (standardised, averaged over the outputs) of the current network's
+        predictions of the ``valid`` rows, the ridge's added where the network learnt a
+        correction to it."""
         with self._inference():
             outputs = self._joint_outputs(data.inputs)[0]
         outputs = self._with_skip(outputs, data.inputs, every_sample=True)
         ids = np.arange(data.inputs.n) if data.inputs.ids is None else data.inputs.ids
         k = self.n_outputs_
         targets = data.targets.reshape(len(data.targets), k)[valid]
-        w = data.weights[valid] / data.weights[valid].sum()
-        return float(w @ ((outputs[ids[valid], :k] - targets) ** 2).mean(1))
+        return ((outputs[ids[valid], :k] - targets) ** 2).mean(1)
 
     def _skip_means(self, inputs):
         """The standardised predictions, for every sample of ``inputs``, of the ridge the

@@ -101,22 +101,38 @@ def test_a_nonlinear_target_keeps_the_network(friedman):
                                           ("friedman2", 150)])
 def test_the_network_learns_a_correction_or_the_targets(data, n_rows, capsys):
     """The network learns the ridge's residuals; with 20 validation rows or more a second
-    one, from the same seed, learns the targets themselves, and the one with the lower
-    validation MSE is kept. The ridge's and the correction's predictions add up (whether or
-    not the one-standard-error rule then keeps them)."""
+    one, from the same seed, learns the targets themselves, kept instead only if it beats
+    the ridge plus the correction on the validation rows by one standard error (recomputed
+    here from the validation rows of a mask). The ridge's and the correction's predictions
+    add up (whether or not the one-standard-error rule then keeps them)."""
     maker = {"friedman": make_friedman1, "friedman2": make_friedman2}[data]
     X, y = maker(1000, noise=1.0 if data == "friedman" else 10.0, random_state=0)
     Xtr, ytr, Xte = X[:n_rows], y[:n_rows], X[800:]
-    reg = DIFFormerRegressor(**FULL, random_state=0, verbose=1).fit(Xtr, ytr)
+    mask = np.zeros(n_rows, dtype=bool)
+    mask[::10] = True
+    reg = DIFFormerRegressor(**FULL, random_state=0, verbose=1).fit(Xtr, ytr,
+                                                                   validation_mask=mask)
     out = capsys.readouterr().out
-    two = "trained on the ridge's residuals" in out
+    two = "a network on the targets" in out
     assert two == (n_rows == 800)  # 15 validation rows, then 80
-    if two:  # the kept one's validation MSE is the lower one printed
-        line = next(ln for ln in out.splitlines() if "ridge's residuals" in ln)
-        res, tgt = (float(v) for v in
-                    (line.split("MSE ")[1].split(" ")[0], line.split(", ")[1].split(" ")[0]))
-        assert reg.network_target_ == ("residuals" if res <= tgt else "targets")
+    ys = (ytr[mask] - reg.y_mean_[0]) / reg.y_scale_[0]
+    if two:
+        assert out.count("linear_fallback:") == 2
+        line = next(ln for ln in out.splitlines() if "a network on the targets" in ln)
         assert line.endswith(f"{reg.network_target_} kept")
+        # the second network, refitted alone from the same seed, is the targets one
+        net = DIFFormerRegressor(**FULL, random_state=0, linear_fallback=False).fit(
+            Xtr, ytr, validation_mask=mask)
+        err_targets = ((net.predict(Xtr[mask]) - ytr[mask]) / reg.y_scale_[0]) ** 2
+        if reg.network_target_ == "targets":
+            if reg.network_used_:
+                np.testing.assert_allclose(reg.predict(Xte), net.predict(Xte), rtol=1e-5,
+                                           atol=1e-4)
+        else:
+            corrected, _ = _correction_means(reg, Xtr[mask])
+            w = np.full(mask.sum(), 1 / mask.sum())
+            diff = err_targets - (corrected - ys) ** 2
+            assert not -diff.mean() > mean_difference_se(diff - diff.mean(), w)
     else:
         assert reg.network_target_ == "residuals"
     # Friedman #2 with 150 rows: the correction is kept (one of the paths of predict)
