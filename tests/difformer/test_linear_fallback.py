@@ -97,16 +97,25 @@ def test_a_nonlinear_target_keeps_the_network(friedman):
     np.testing.assert_allclose(draws.mean(-1), mean, atol=4 * std.max() / np.sqrt(400))
 
 
+def _sine3(n, noise, random_state):
+    """``sin(x0) + sin(x1) + sin(x2)`` of 5 standard normal features: a smooth target a
+    network learns better from the targets than as a correction to a ridge."""
+    rng = np.random.RandomState(random_state)
+    X = rng.normal(size=(n, 5))
+    return X, np.sin(X[:, :3]).sum(1) + noise * rng.normal(size=n)
+
+
 @pytest.mark.parametrize("data, n_rows", [("friedman", 150), ("friedman", 800),
-                                          ("friedman2", 150)])
+                                          ("friedman2", 150), ("sine3", 400)])
 def test_the_network_learns_a_correction_or_the_targets(data, n_rows, capsys):
     """The network learns the ridge's residuals; with 20 validation rows or more a second
     one, from the same seed, learns the targets themselves, kept instead only if it beats
     the ridge plus the correction on the validation rows by one standard error (recomputed
     here from the validation rows of a mask). The ridge's and the correction's predictions
     add up (whether or not the one-standard-error rule then keeps them)."""
-    maker = {"friedman": make_friedman1, "friedman2": make_friedman2}[data]
-    X, y = maker(1000, noise=1.0 if data == "friedman" else 10.0, random_state=0)
+    maker = {"friedman": make_friedman1, "friedman2": make_friedman2, "sine3": _sine3}[data]
+    X, y = maker(1000, noise={"friedman": 1.0, "friedman2": 10.0, "sine3": 0.1}[data],
+                 random_state=0)
     Xtr, ytr, Xte = X[:n_rows], y[:n_rows], X[800:]
     mask = np.zeros(n_rows, dtype=bool)
     mask[::10] = True
@@ -114,7 +123,7 @@ def test_the_network_learns_a_correction_or_the_targets(data, n_rows, capsys):
                                                                    validation_mask=mask)
     out = capsys.readouterr().out
     two = "a network on the targets" in out
-    assert two == (n_rows == 800)  # 15 validation rows, then 80
+    assert two == (n_rows >= 400)  # 15 validation rows, then 40 and 80
     ys = (ytr[mask] - reg.y_mean_[0]) / reg.y_scale_[0]
     if two:
         assert out.count("linear_fallback:") == 2
@@ -135,8 +144,10 @@ def test_the_network_learns_a_correction_or_the_targets(data, n_rows, capsys):
             assert not -diff.mean() > mean_difference_se(diff - diff.mean(), w)
     else:
         assert reg.network_target_ == "residuals"
-    # Friedman #2 with 150 rows: the correction is kept (one of the paths of predict)
+    # the paths of predict: Friedman #2 with 150 rows keeps the correction, the sine the
+    # network on the targets
     assert reg.network_used_ or data == "friedman"
+    assert (reg.network_target_ == "targets") == (data == "sine3")
     scale = reg._feature_scaling
     test_scaled = ((Xte - scale.mean_) / scale.scale_).astype(np.float32)
     corrected, network = _correction_means(reg, Xte)
