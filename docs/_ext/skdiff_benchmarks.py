@@ -821,8 +821,9 @@ CLAIMS = {
         "Small tables", "Test mean squared error of DIFFormerRegressor fitted to 25 or 40 "
         "rows of eight fully labelled tables (three random draws each, scored on up to "
         "1,000 other rows), over that of RidgeCV on the standardised features: with the "
-        "defaults, whose linear_fallback compares the network with a ridge on 5 held-out "
-        "rows, and with the network alone.", "difformer_small_tables.json",
+        "defaults, whose network learns a correction to a ridge (linear_fallback) kept only "
+        "where it beats the ridge on 5 held-out rows, and with the network alone.",
+        "difformer_small_tables.json",
         "python benchmarks/difformer_small_tables.py --json "
         "benchmarks/results/difformer_small_tables.json",
         "not in the paper (DIFFormerRegressor is an skdiff addition).",

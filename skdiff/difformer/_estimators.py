@@ -1378,8 +1378,9 @@ class DIFFormerRegressor(RegressorTask, _DIFFormerBase):
         ``early_stopping=False``). A continued fit (``partial_fit``, a warm start) whose
         call holds out too few rows to compare keeps the last comparison's choice: where
         that was the ridge, the ridge it fitted goes on predicting; its network goes on
-        learning a correction to the first call's ridge (a first call that did not compare
-        trains the network on the targets themselves, and so do its continued calls).
+        learning what it learnt in the first call: a correction to that call's ridge, or the
+        targets themselves (where the first call did not compare, or kept the network on
+        the targets).
         Needs the Gaussian head and features mode (not ``graph=``). On fully labelled
         tables the network alone loses to a ridge where the target is close to linear in
         the features, and on small tables: test mean squared error 3-6 times the ridge's
