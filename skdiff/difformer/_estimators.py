@@ -1725,7 +1725,7 @@ class DIFFormerRegressor(RegressorTask, _DIFFormerBase):
         least ``MIN_CALIBRATION_ROWS`` validation rows to tell two networks apart, a second
         one from the same seed on the targets themselves, kept instead only if its
         predictions beat the ridge plus the correction on the validation rows by the
-        one-standard-error rule (the correction, which starts at zero, is the simpler
+        one-standard-error rule (the correction, which starts near zero, is the simpler
         model)."""
         seed = self.seed_
         super()._train_inits(data, train, valid, train_ds, valid_ds, epochs)
