@@ -1663,7 +1663,7 @@ class DIFFormerRegressor(RegressorTask, _DIFFormerBase):
         else:
             features, ridge = self._training_ridge(data.inputs, targets, data.weights, train)
         w = data.weights[valid] / data.weights[valid].sum()
-        err_net = ((outputs[valid, :k] - targets[valid]) ** 2).mean(1)
+        err_net = self._squared_errors(outputs, data, valid)
         err_ridge = ((ridge.predict(features[valid]).reshape(-1, k) - targets[valid]) ** 2
                      ).mean(1)
         better, mean, se = beats_by_one_se(err_net, err_ridge, w)
@@ -1698,24 +1698,26 @@ class DIFFormerRegressor(RegressorTask, _DIFFormerBase):
         ridge and scale."""
         ids = np.arange(data.inputs.n) if data.inputs.ids is None else data.inputs.ids
         k = self.n_outputs_
+        targets = data.targets.reshape(len(data.targets), k)
         if data.extra.get("fresh", True):
             self._skip = None
-            if self._fallback_on(data, valid):
-                targets = data.targets.reshape(len(data.targets), k)
-                _, ridge = self._training_ridge(data.inputs, targets, data.weights, train)
-                self._skip = (ridge, self._fallback_graph_scale, np.ones(k))
-        if self.__dict__.get("_skip") is None:
-            return super()._make_datasets(data, train, valid)
-        targets = data.targets.reshape(len(data.targets), k)
-        residuals = targets - self._skip_means(data.inputs)[ids]
-        if data.extra.get("fresh", True):
+            if not self._fallback_on(data, valid):
+                return super()._make_datasets(data, train, valid)
+            _, ridge = self._training_ridge(data.inputs, targets, data.weights, train)
+            scale = self._fallback_graph_scale
+            residuals = targets - _ridge_means(ridge, self._ridge_features(data.inputs,
+                                                                           scale))[ids]
             # the training rows' residuals left out one at a time (their sign is the
             # in-sample one's): what the ridge gets wrong on rows it has not seen, which
             # in-sample residuals understate where the ridge has nearly as many
             # coefficients as rows
             residuals[train] = np.sign(residuals[train]) * np.sqrt(ridge.loo_errors_)
             spread = np.maximum(residuals[train].std(0), MIN_RESIDUAL_SCALE)
-            self._skip = (ridge, self._fallback_graph_scale, spread)
+            self._skip = (ridge, scale, spread)
+        elif self.__dict__.get("_skip") is None:
+            return super()._make_datasets(data, train, valid)
+        else:
+            residuals = targets - self._skip_means(data.inputs)[ids]
         residuals = (residuals / self._skip[2]).reshape(data.targets.shape)
         data = dataclasses.replace(data, extra={**data.extra, "targets": residuals})
         return super()._make_datasets(data, train, valid)
@@ -1750,16 +1752,21 @@ class DIFFormerRegressor(RegressorTask, _DIFFormerBase):
             self.seed_, self.net_, self.module_, self.history_, self.init_scores_ = first
 
     def _validation_errors(self, data, valid):
-        """Squared errors (standardised, averaged over the outputs) of the current network's
-        predictions of the ``valid`` rows, the ridge's added where the network learnt a
-        correction to it."""
+        """:meth:`_squared_errors` on the ``valid`` rows of the current network's outputs
+        (one forward over every sample), the ridge's means added where the network learnt
+        a correction to it."""
         with self._inference():
             outputs = self._joint_outputs(data.inputs)[0]
-        outputs = self._with_skip(outputs, data.inputs, every_sample=True)
+        return self._squared_errors(
+            self._with_skip(outputs, data.inputs, every_sample=True), data, valid)
+
+    def _squared_errors(self, outputs, data, rows):
+        """Squared errors of the standardised means in ``outputs`` (over every sample) on
+        the data rows ``rows``, averaged over the outputs."""
         ids = np.arange(data.inputs.n) if data.inputs.ids is None else data.inputs.ids
         k = self.n_outputs_
-        targets = data.targets.reshape(len(data.targets), k)[valid]
-        return ((outputs[ids[valid], :k] - targets) ** 2).mean(1)
+        targets = data.targets.reshape(len(data.targets), k)[rows]
+        return ((outputs[ids[rows], :k] - targets) ** 2).mean(1)
 
     def _skip_means(self, inputs):
         """The standardised predictions, for every sample of ``inputs``, of the ridge the
@@ -1858,7 +1865,7 @@ class DIFFormerRegressor(RegressorTask, _DIFFormerBase):
         ridge = self.linear_fallback_
         means = _ridge_means(ridge, features)
         var = np.maximum(ridge.loo_mse_ - 1e-6, 1e-8)  # gaussian_variance: softplus + 1e-6
-        raw_var = np.log(np.expm1(var))
+        raw_var = _softplus_inverse(var)
         return np.hstack([means, np.broadcast_to(raw_var, means.shape)])
 
     def _outputs(self, prepared, mc=False):
