@@ -1472,7 +1472,9 @@ class DIFFormerRegressor(RegressorTask, _DIFFormerBase):
         The ridge ``linear_fallback`` compared the network with (on the scaled features and
         standardised targets): fitted to the training rows where the network is used
         (with ``network_target_="residuals"``, the one its correction is added to); else
-        refitted to all labelled rows, the one that predicts. ``None`` when it was off.
+        refitted to all labelled rows, the one that predicts. Its ``loo_mse_`` holds the
+        leave-one-out mean squared error per output at the chosen penalty (the table of
+        every penalty's errors is not kept). ``None`` when it was off.
     %(input_attributes)s
     init_scores_ : ndarray of shape (n_init,)
         Best validation loss of every initialisation (without validation rows, the training
@@ -1680,14 +1682,15 @@ class DIFFormerRegressor(RegressorTask, _DIFFormerBase):
         self.linear_fallback_ = self._fit_ridge(features, targets, data.weights, data.rows)
         return self._ridge_outputs(features)
 
-    def _training_ridge(self, inputs, targets, weights, rows):
+    def _training_ridge(self, inputs, targets, weights, rows, row_errors=False):
         """(features, ridge): the fallback's features of ``inputs`` and its ridge fitted to
-        ``rows`` (with a graph, the scale of the averages chosen too)."""
+        ``rows`` (with a graph, the scale of the averages chosen too; ``row_errors`` as
+        :meth:`_fit_ridge`)."""
         if inputs.has_graph:
-            return self._graph_ridge(inputs, targets, weights, rows)
+            return self._graph_ridge(inputs, targets, weights, rows, row_errors)
         self._fallback_graph_scale = None
         features = inputs.scaled_features()  # features mode: row i is sample i
-        return features, self._fit_ridge(features, targets, weights, rows)
+        return features, self._fit_ridge(features, targets, weights, rows, row_errors)
 
     def _make_datasets(self, data, train, valid):
         """The datasets of the network's training: with ``linear_fallback`` comparing in
@@ -1703,7 +1706,8 @@ class DIFFormerRegressor(RegressorTask, _DIFFormerBase):
             self._skip = None
             if not self._fallback_on(data, valid):
                 return super()._make_datasets(data, train, valid)
-            _, ridge = self._training_ridge(data.inputs, targets, data.weights, train)
+            _, ridge = self._training_ridge(data.inputs, targets, data.weights, train,
+                                            row_errors=True)
             scale = self._fallback_graph_scale
             residuals = targets - _ridge_means(ridge, self._ridge_features(data.inputs,
                                                                            scale))[ids]
@@ -1711,7 +1715,8 @@ class DIFFormerRegressor(RegressorTask, _DIFFormerBase):
             # in-sample one's): what the ridge gets wrong on rows it has not seen, which
             # in-sample residuals understate where the ridge has nearly as many
             # coefficients as rows
-            residuals[train] = np.sign(residuals[train]) * np.sqrt(ridge.loo_errors_)
+            residuals[train] = np.sign(residuals[train]) * np.sqrt(
+                ridge.__dict__.pop("loo_errors_"))
             spread = np.maximum(residuals[train].std(0), MIN_RESIDUAL_SCALE)
             self._skip = (ridge, scale, spread)
         elif self.__dict__.get("_skip") is None:
@@ -1810,7 +1815,7 @@ class DIFFormerRegressor(RegressorTask, _DIFFormerBase):
         return _beside(F, smoothed_features(inputs.adjacency, F) if inputs.has_graph else F,
                        scale)
 
-    def _graph_ridge(self, inputs, targets, weights, rows):
+    def _graph_ridge(self, inputs, targets, weights, rows, row_errors=False):
         """The fallback's features of a fit with a graph and its ridge fitted to ``rows``,
         setting ``_fallback_graph_scale``.
 
@@ -1825,17 +1830,18 @@ class DIFFormerRegressor(RegressorTask, _DIFFormerBase):
         # the columns' standard deviations, as feature_scaling="standard" measures them
         for scale in (np.ones(S.shape[1]), FeatureScaling("standard").fit(S).scale_):
             Z = _beside(F, S, scale)
-            ridge = self._fit_ridge(Z, targets, weights, rows)
+            ridge = self._fit_ridge(Z, targets, weights, rows, row_errors)
             if best is None or ridge.loo_mse_.mean() < best[0]:
                 best = (ridge.loo_mse_.mean(), scale, Z, ridge)
         _, self._fallback_graph_scale, features, ridge = best
         return features, ridge
 
     @staticmethod
-    def _fit_ridge(features, targets, weights, rows):
+    def _fit_ridge(features, targets, weights, rows, row_errors=False):
         """``RidgeCV`` on ``rows`` (leave-one-out over ``FALLBACK_ALPHAS``, one penalty per
         output), with its weighted mean leave-one-out squared error per output at the chosen
-        penalty as ``loo_mse_``."""
+        penalty as ``loo_mse_`` and, with ``row_errors``, every row's leave-one-out squared
+        error there as ``loo_errors_`` (rows, outputs)."""
         from sklearn.linear_model import RidgeCV
 
         k = targets.shape[1]
@@ -1855,8 +1861,12 @@ class DIFFormerRegressor(RegressorTask, _DIFFormerBase):
         best = np.broadcast_to(best, (k,))
         errors = cv[:, np.arange(k), best]
         ridge.loo_mse_ = errors.sum(0) / w.sum()
-        # and each row's own (unweighted) leave-one-out squared error, shape (rows, outputs)
-        ridge.loo_errors_ = errors / w[:, None]
+        if row_errors:  # each row's own (unweighted) one, shape (rows, outputs)
+            ridge.loo_errors_ = errors / w[:, None]
+        # the table of every penalty's errors is dropped: a fitted estimator keeps no array
+        # that grows with its training rows (_make_datasets pops loo_errors_ once used)
+        del ridge.cv_results_
+        ridge.set_params(store_cv_results=False)
         return ridge
 
     def _ridge_outputs(self, features):

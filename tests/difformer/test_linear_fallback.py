@@ -464,6 +464,26 @@ def test_a_fallback_fit_round_trips(linear, tmp_path):
         assert set(vars(other)) == set(vars(reg))
 
 
+@pytest.mark.parametrize("data", ["linear", "friedman"])
+def test_the_kept_ridges_hold_nothing_per_training_row(data, request):
+    """The ridge that predicts or that the correction is added to keeps its coefficients
+    and leave-one-out MSE, but no table of per-row errors: fitted on twice the rows, its
+    arrays have the same sizes."""
+    Xtr, ytr, _, _ = request.getfixturevalue(data)
+    sizes = []
+    for n in (200, 400):
+        reg = DIFFormerRegressor(**dict(FAST, max_epochs=5), random_state=0).fit(Xtr[:n], ytr[:n])
+        ridges = [reg.linear_fallback_, reg.__dict__.get("_skip", None) and reg._skip[0]]
+        ridges = [r for r in ridges if r]
+        assert ridges
+        for ridge in ridges:
+            assert not hasattr(ridge, "cv_results_") and not hasattr(ridge, "loo_errors_")
+            assert ridge.get_params()["store_cv_results"] is False
+        sizes.append(sorted(np.size(v) for r in ridges for v in vars(r).values()
+                            if isinstance(v, np.ndarray)))
+    assert sizes[0] == sizes[1]
+
+
 def test_a_partial_fit_call_too_small_to_compare_keeps_the_ridge():
     # the first call (25 rows: 5 held out) chooses the ridge on a linear target; later calls
     # of 15 rows hold out 2, too few to compare, and switched to the network unjudged (test
