@@ -84,7 +84,10 @@ def _notes(row):
         out.append("ridge skip + encoder's correction" if extra["encoder_used"]
                    else "ridge skip alone")
     if "network_used" in extra:
-        out.append("network kept" if extra["network_used"] else "linear fallback (ridge)")
+        kept = {"residuals": "network kept (ridge + correction)",
+                "targets": "network kept (on the targets)"}.get(extra.get("network_target"),
+                                                                "network kept")
+        out.append(kept if extra["network_used"] else "linear fallback (ridge)")
     if "in_scaler_pipeline" in extra:
         scaled = _num(extra["in_scaler_pipeline"], row["metric"])
         out.append(f"in a StandardScaler pipeline {scaled}")

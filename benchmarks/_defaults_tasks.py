@@ -143,11 +143,12 @@ def skdiff_graph(Est, d, metric):
 
 
 def _fallback_outcome(est):
-    """``{"network_used": ...}`` where DIFFormerRegressor's ``linear_fallback`` compared the
-    network with its ridge, else nothing."""
+    """``{"network_used": ..., "network_target": ...}`` where DIFFormerRegressor's
+    ``linear_fallback`` compared the network with its ridge (the network's target: the
+    ridge's residuals or the targets themselves), else nothing."""
     if getattr(est, "linear_fallback_", None) is None:
         return {}
-    return {"network_used": bool(est.network_used_)}
+    return {"network_used": bool(est.network_used_), "network_target": est.network_target_}
 
 
 def skdiff_sequences(Est, d, metric):

@@ -41,6 +41,7 @@ from .._rows import KeptRows, feature_row_hashes, stack_rows
 from .._tasks import MIN_CALIBRATION_ROWS, ClassifierTask, RegressorTask, beats_by_one_se
 from ..callbacks import WeightAveraging
 from ..nn.difformer import DIFFormer
+from ..nn.losses import softplus_inverse
 from ._data import (
     FeatureScaling,
     FullBatch,
@@ -88,13 +89,6 @@ MIN_RESIDUAL_SCALE = 1e-3
 _RIDGE_BLOCK = 65_536
 
 __all__ = ["DIFFormerClassifier", "DIFFormerRegressor"]
-
-
-def _softplus_inverse(x):
-    """``log(exp(x) - 1)``, the raw output whose softplus is ``x`` (> 0), without overflow."""
-    big = x > 20.0
-    return np.where(big, x + np.log1p(-np.exp(-np.where(big, x, 20.0))),
-                    np.log(np.expm1(np.where(big, 1.0, x))))
 
 
 def _ridge_means(ridge, features):
@@ -1794,7 +1788,7 @@ class DIFFormerRegressor(RegressorTask, _DIFFormerBase):
         if outputs.shape[1] > k:  # the Gaussian head's raw variances: softplus(raw) + 1e-6
             raw = outputs[:, k:]
             var = c ** 2 * (np.logaddexp(0.0, raw) + 1e-6) - 1e-6
-            outputs[:, k:] = _softplus_inverse(np.maximum(var, 1e-12))
+            outputs[:, k:] = softplus_inverse(np.maximum(var, 1e-12))
         return outputs
 
     def _fallback_features(self, inputs):
@@ -1875,7 +1869,7 @@ class DIFFormerRegressor(RegressorTask, _DIFFormerBase):
         ridge = self.linear_fallback_
         means = _ridge_means(ridge, features)
         var = np.maximum(ridge.loo_mse_ - 1e-6, 1e-8)  # gaussian_variance: softplus + 1e-6
-        raw_var = _softplus_inverse(var)
+        raw_var = softplus_inverse(var)
         return np.hstack([means, np.broadcast_to(raw_var, means.shape)])
 
     def _outputs(self, prepared, mc=False):

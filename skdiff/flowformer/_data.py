@@ -13,6 +13,8 @@ import warnings
 
 import numpy as np
 
+from ..nn.losses import softplus_inverse
+
 __all__ = ["check_ragged", "logistic_skip", "ridge_skip", "updated_ridge_skip"]
 
 
@@ -161,7 +163,7 @@ def _skip_parameters(W, b, resid, anchor, n_skip_outputs):
     bias = np.zeros(n_skip_outputs)
     weight[:k], bias[:k] = W.T, b
     if n_skip_outputs == 2 * k:  # Gaussian head: inverse softplus of the residual variance
-        bias[k:] = np.log(np.expm1(np.maximum(resid, 1e-4)))
+        bias[k:] = softplus_inverse(np.maximum(resid, 1e-4))
     return weight, bias
 
 

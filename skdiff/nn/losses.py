@@ -12,6 +12,7 @@ is the plain mean of :func:`~torch.nn.functional.cross_entropy` or of the square
 
 from __future__ import annotations
 
+import numpy as np
 import torch
 import torch.nn.functional as F
 from torch import nn
@@ -95,3 +96,13 @@ class GaussianNLL(nn.Module):
 def gaussian_variance(raw):
     """The variance a Gaussian head's raw output stands for: ``softplus(raw) + 1e-6``."""
     return F.softplus(raw) + 1e-6
+
+
+def softplus_inverse(x):
+    """``log(exp(x) - 1)`` (NumPy): the raw output whose softplus is ``x`` (> 0), without
+    overflow; a Gaussian head's raw output for a variance ``v`` is ``softplus_inverse(v -
+    1e-6)`` (:func:`gaussian_variance`)."""
+    x = np.asarray(x, dtype=np.float64)
+    big = x > 20.0
+    return np.where(big, x + np.log1p(-np.exp(-np.where(big, x, 20.0))),
+                    np.log(np.expm1(np.where(big, 1.0, x))))
