@@ -37,7 +37,7 @@ from ._checks import (
 from ._docs import fill_doc
 from .nn.losses import GaussianNLL, WeightedCrossEntropy, WeightedMSE, gaussian_variance
 
-__all__ = ["ClassifierTask", "RegressorTask", "beats_by_one_se", "conformal_quantile",
+__all__ = ["ClassifierTask", "RegressorTask", "beats_by_se", "conformal_quantile",
            "mean_difference_se"]
 
 
@@ -314,16 +314,16 @@ def mean_difference_se(dev, w, n_lags=0):
     return float(np.sqrt(max(var, 0.0)))
 
 
-def beats_by_one_se(err, err_simple, w, se=mean_difference_se, **se_kwargs):
-    """Whether per-row errors ``err`` beat those of a simpler model, ``err_simple``, by the
-    one-standard-error rule of penalised regression: their weighted mean (weights ``w``
-    summing to 1) is lower by more than the standard error of the mean per-row difference
-    (``se(deviations, w, **se_kwargs)``). Returns ``(decision, mean difference, its
-    standard error)``."""
+def beats_by_se(err, err_simple, w, n_se=1.0, se=mean_difference_se, **se_kwargs):
+    """Whether per-row errors ``err`` beat those of a simpler model, ``err_simple``, by more
+    than ``n_se`` standard errors: their weighted mean (weights ``w`` summing to 1) is lower
+    by more than ``n_se`` times the standard error of the mean per-row difference
+    (``se(deviations, w, **se_kwargs)``). ``n_se=1`` is the one-standard-error rule of
+    penalised regression. Returns ``(decision, mean difference, its standard error)``."""
     diff = np.asarray(err, dtype=np.float64) - np.asarray(err_simple, dtype=np.float64)
     mean = float(w @ diff)
     stderr = se(diff - mean, w, **se_kwargs)
-    return -mean > stderr, mean, stderr
+    return -mean > n_se * stderr, mean, stderr
 
 
 class RegressorTask(RegressorMixin, EstimatorBase):

@@ -35,7 +35,7 @@ from .._tasks import (
     MIN_CALIBRATION_ROWS,
     ClassifierTask,
     RegressorTask,
-    beats_by_one_se,
+    beats_by_se,
     mean_difference_se,
 )
 from ..nn.flowformer import Flowformer
@@ -761,7 +761,7 @@ class FlowformerRegressor(RegressorTask, _FlowformerBase):
             held = self._set_correction(0.0, 0.0)
             err_skip = ((self._outputs(data.X[valid])[:, :k] - target) ** 2).mean(1)
             self._set_correction(*held)
-        better, _, _ = beats_by_one_se(err_net, err_skip, w, se=_forecast_comparison_se,
+        better, _, _ = beats_by_se(err_net, err_skip, w, se=_forecast_comparison_se,
                                        n_outputs=k)
         return better
 

@@ -205,7 +205,7 @@ def test_a_continued_call_with_few_validation_rows_keeps_the_calibration_and_the
     def no_test(*args, **kwargs):
         raise AssertionError("a continued call of 3 validation rows ran the comparison")
 
-    monkeypatch.setattr(flow, "beats_by_one_se", no_test)
+    monkeypatch.setattr(flow, "beats_by_se", no_test)
     reg.partial_fit(X[400:430], y[400:430])
     np.testing.assert_array_equal(reg.std_scale_, scale)
     assert reg.encoder_used_ == used
