@@ -166,6 +166,20 @@ def _detail(rows, est):
     return out + [""]
 
 
+#: The section on how far ``random_state=0`` speaks for a row (its table is rendered by the
+#: docs' ``benchmark`` directive from ``benchmarks/defaults_seeds.py``'s results).
+SEEDS = """## Across seeds
+
+Every row above is one fit, with `random_state=0`. The held-out rows below were fitted
+again with `random_state` 0 to 4 on the same data and split, against the same baseline:
+where the range is wide, a single seed's win or loss says little, and the median is the
+better summary. Rows that take minutes per fit (ETTh1, the 20,000-node block model, ACSF1,
+the functions) are not refitted.
+
+```{benchmark} defaults_seeds
+```"""
+
+
 def render(doc, json_name="benchmarks/results/defaults.json"):
     """The docs page (a markdown string) of a results document (the parsed JSON)."""
     rows = doc["rows"]
@@ -183,7 +197,7 @@ def render(doc, json_name="benchmarks/results/defaults.json"):
                      f"{run.get('loadavg_end', '-')} | {run.get('wall_min', '-')} |")
     lines += ["", f"Results: `{json_name}`; this page: `python benchmarks/defaults.py --render "
               f"--json {json_name}`.", "", "## Summary", "", *_summary(rows), "",
-              "## Rows", ""]
+              SEEDS, "", "## Rows", ""]
     for est in ESTIMATOR_ORDER:
         lines += _detail(rows, est)
     return "\n".join(lines).rstrip() + "\n"

@@ -326,3 +326,39 @@ def test_defaults_sequence_regression_task_scores_the_estimator_and_its_baseline
     skdiff_mse = task.call(lambda **kw: FlowformerRegressor(max_epochs=2, **kw), d)["score"]
     assert expected_ridge < 0.2 * task.baselines["training_mean"](d)["score"]
     assert skdiff_mse < 2 * expected_ridge
+
+
+def test_defaults_seeds_refits_a_row_with_each_seed_against_the_stored_baseline(monkeypatch,
+                                                                               tmp_path):
+    """``defaults_seeds.py`` fits the row's estimator with random_state 0..seeds-1 through
+    the row's own call, and scores each fit against the baseline of the defaults results
+    file it is given (not recomputed); its results file records the command without
+    machine paths."""
+    monkeypatch.syspath_prepend(str(ROOT / "benchmarks"))
+    script = _load("defaults_seeds_under_test", ROOT / "benchmarks" / "defaults_seeds.py")
+    D = sys.modules["defaults"]
+    from skdiff import DIFFormerClassifier
+
+    seeds_seen = []
+
+    def quick(**params):
+        seeds_seen.append(params["random_state"])
+        return DIFFormerClassifier(**{**params, "max_epochs": 3, "n_layers": 1,
+                                      "hidden_dim": 8})
+
+    monkeypatch.setattr(D, "_estimator", lambda name: quick)
+    key = "DIFFormerClassifier | tabular | iris, all labelled"
+    stored = tmp_path / "defaults.json"
+    stored.write_text(json.dumps({"runs": [], "rows": [
+        {"key": key, "best_baseline": "logreg", "baseline_score": 0.5}]}))
+    out = tmp_path / "seeds.json"
+    script.main(["--rows", "iris, all labelled", "--seeds", "2", "--baselines", str(stored),
+                 "--json", str(out)])
+    doc = json.loads(out.read_text())
+    assert doc["complete"] and "PATH" in doc["command"] and str(tmp_path) not in doc["command"]
+    (row,) = doc["rows"]
+    assert row["key"] == key and row["baseline"] == "logreg" and row["seeds"] == 2
+    # each fit once plain and once in a StandardScaler pipeline (the row's call)
+    assert sorted(set(seeds_seen)) == [0, 1]
+    assert row["ratios"] == pytest.approx([s / 0.5 for s in row["scores"]])
+    assert row["losses"] == sum(s < 0.5 * 0.99 for s in row["scores"])
