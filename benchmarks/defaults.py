@@ -388,6 +388,20 @@ def _warnings_summary(caught):
     return [f"{first[k]} (x{n})" if n > 1 else first[k] for k, n in counts.items()]
 
 
+def baselines(task, d):
+    """``{name: result}`` of the task's baselines on the data set ``d`` (those that ran)."""
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        results = {name: fn(d) for name, fn in task.baselines.items()}
+    return {k: v for k, v in results.items() if v is not None}
+
+
+def best_baseline(task, results):
+    """The name of the best of the baselines' ``results`` (highest or lowest score)."""
+    pick = max if task.higher_is_better else min
+    return pick(results, key=lambda k: results[k]["score"])
+
+
 def run_row(ds, ctx, params=None):
     """Fit the estimator and the baselines on one data set; return the row's record.
 
@@ -414,12 +428,8 @@ def run_row(ds, ctx, params=None):
         except Exception as exc:  # noqa: BLE001 - a failing row must not stop the run
             row.update(status="error", error=f"{type(exc).__name__}: {exc}"[:500])
     row["warnings"] = _warnings_summary(caught)
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore")
-        bases = {name: fn(d) for name, fn in task.baselines.items()}
-    row["baselines"] = {k: v for k, v in bases.items() if v is not None}
-    pick = max if task.higher_is_better else min
-    best = pick(row["baselines"], key=lambda k: row["baselines"][k]["score"])
+    row["baselines"] = baselines(task, d)
+    best = best_baseline(task, row["baselines"])
     row["best_baseline"] = best
     row["baseline_score"] = row["baselines"][best]["score"]
     if "skdiff" in row:

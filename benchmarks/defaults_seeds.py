@@ -46,13 +46,9 @@ def _stored_baselines(path):
 
 def _best_baseline(task, d):
     """The row's baselines computed here: (name, score) of the best."""
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore")
-        scores = {n: fn(d) for n, fn in task.baselines.items()}
-    scores = {n: r["score"] for n, r in scores.items() if r is not None}
-    pick = max if task.higher_is_better else min
-    best = pick(scores, key=scores.get)
-    return best, scores[best]
+    results = D.baselines(task, d)
+    best = D.best_baseline(task, results)
+    return best, results[best]["score"]
 
 
 def _seeded(Est, seed):
@@ -73,11 +69,10 @@ def run_row(ds, ctx, seeds, stored):
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")
             scores.append(task.call(_seeded(Est, seed), d)["score"])
-    statuses = [D._status(task, s, base)[1] for s in scores]
-    ratios = [D._status(task, s, base)[0] for s in scores]
+    ratios, statuses = zip(*(D._status(task, s, base) for s in scores))
     return {"key": key, "estimator": task.estimator, "dataset": ds.name, "split": ds.split,
             "metric": task.metric, "compare": task.compare, "baseline": name,
-            "baseline_score": base, "scores": scores, "ratios": ratios,
+            "baseline_score": base, "scores": scores, "ratios": list(ratios),
             "losses": statuses.count("loss"), "seeds": seeds}
 
 

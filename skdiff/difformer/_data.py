@@ -375,6 +375,12 @@ class GraphInputs:
     def has_graph(self):
         return self.adjacency is not None
 
+    @property
+    def row_ids(self):
+        """The positions of the rows of ``X`` among the n samples: ``ids``, or every sample
+        in features mode."""
+        return np.arange(self.n) if self.ids is None else self.ids
+
     def _scaled(self, F):
         return F if self.scaling is None else self.scaling.transform(F)
 

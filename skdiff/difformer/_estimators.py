@@ -505,7 +505,7 @@ class _DIFFormerBase(NeuralEstimatorBase):
         if not inputs.has_graph or getattr(self, "n_neighbors_", 0) or \
                 inputs.n > AUTO_MAX_NODES:
             return None
-        ids = np.arange(inputs.n) if inputs.ids is None else inputs.ids
+        ids = inputs.row_ids
         helps, plain, smoothed = graph_helps_features(
             inputs.adjacency, inputs.scaling.transform(inputs.features), targets[seeds],
             ids[seeds], np.random.RandomState(self.seed_), classifier=is_classifier(self))
@@ -518,7 +518,7 @@ class _DIFFormerBase(NeuralEstimatorBase):
     def _node_targets(self, data, rows):
         """{"y", "w"} over every node, holding the targets of ``rows`` only (weight 0 else)."""
         inputs, targets = data.inputs, data.targets
-        ids = np.arange(inputs.n) if inputs.ids is None else inputs.ids
+        ids = inputs.row_ids
         fill = -1 if targets.dtype.kind in "iu" else np.nan
         y = np.full((inputs.n,) + targets.shape[1:], fill, dtype=targets.dtype)
         w = np.zeros(inputs.n, dtype=np.float32)
@@ -601,7 +601,7 @@ class _DIFFormerBase(NeuralEstimatorBase):
         # the copy prediction reads, made now so that predict leaves __dict__ unchanged
         self._device_summaries = ((self.device_, False), summaries)
         self._summaries_on_device(float64=self._float64_inference())
-        ids = np.arange(inputs.n) if inputs.ids is None else inputs.ids
+        ids = inputs.row_ids
         valid = np.asarray(valid, dtype=np.intp)
         outputs = self._fallback_outputs(outputs, data, train, valid)
         self._calibrate(outputs[ids[valid]], data.targets[valid], data.continued)
@@ -661,7 +661,7 @@ class _DIFFormerBase(NeuralEstimatorBase):
                 print(f"label_propagation='auto': off above {AUTO_MAX_NODES:,} nodes; pass "
                       "label_propagation=True to propagate on this graph")
             return None
-        ids = np.arange(inputs.n) if inputs.ids is None else inputs.ids
+        ids = inputs.row_ids
         # the rows of a validation_mask serve early stopping only: they are not seeds, so
         # their predictions (and a score on them) stay honest
         rows = data.rows if data.valid_rows is None else np.setdiff1d(data.rows,
@@ -1389,15 +1389,15 @@ class DIFFormerRegressor(RegressorTask, _DIFFormerBase):
         the features, and on small tables: test mean squared error 3-6 times the ridge's
         on ``make_regression`` data with 750 rows, 1.2-1.5 times on the star98 table
         bundled with statsmodels. With the fallback those fits predict as the ridge does.
-        On 25 and 40 rows of eight tables (three draws each) the defaults had 1.02 and 0.94
-        times the ridge's squared error (geometric means; worst 1.68 and 1.03, a
-        correction kept on 5 validation rows), the network alone 2.1 and 2.2 times; a
-        network trained on the targets and kept or not by the same rule had 1.09 and 1.01
-        (worst 3.1 and 4.3). With 40 or 100 of 1,000 rows labelled and the others
-        unlabelled, on the same tables, the network alone had 1.9 and 1.7 times the squared
-        error of a ridge on the labelled rows (up to 94 times on a target linear in 5 of 20
-        features), the defaults 0.90 and 0.80 times (worst 1.32 and 1.62; a network on
-        the targets: 0.99 and 0.98, worst 3.0 and 1.8). Where the target's nonlinear part
+        On 25 and 40 rows of eight tables (three draws each) the defaults had 0.98 and 0.96
+        times the ridge's squared error (geometric means; worst 1.00 and 1.00), the network
+        alone 2.1 and 2.2 times; a network trained on the targets and kept by one standard
+        error had 1.09 and 1.01 (worst 3.1 and 4.3). With 40 or 100 of 1,000 rows labelled
+        and the others unlabelled, on the same tables, the network alone had 1.9 and 1.7
+        times the squared error of a ridge on the labelled rows (up to 94 times on a target
+        linear in 5 of 20 features), the defaults 0.94 and 0.81 times (worst 1.13 and 1.10;
+        a network on the targets kept by one standard error: 0.99 and 0.98, worst 3.0 and
+        1.8). Where the target's nonlinear part
         is large the correction does the most (Friedman #2: 0.18-0.24 times the ridge's
         error with 100 labelled rows, the network alone 0.57-0.65), but on Friedman #1 with
         750 labelled rows (a row of ``benchmarks/defaults.py``) a network on the targets had
@@ -1703,7 +1703,7 @@ class DIFFormerRegressor(RegressorTask, _DIFFormerBase):
         them: the correction the network learns, at the scale of a standardised target
         (:meth:`_with_skip` adds the ridge back). A continued fit keeps its first call's
         ridge and scale."""
-        ids = np.arange(data.inputs.n) if data.inputs.ids is None else data.inputs.ids
+        ids = data.inputs.row_ids
         k = self.n_outputs_
         targets = data.targets.reshape(len(data.targets), k)
         if data.extra.get("fresh", True):
@@ -1749,8 +1749,8 @@ class DIFFormerRegressor(RegressorTask, _DIFFormerBase):
         train_ds, valid_ds = super()._make_datasets(data, train, valid)
         super()._train_inits(data, train, valid, train_ds, valid_ds, epochs)
         w = data.weights[valid] / data.weights[valid].sum()
-        better, mean, se = beats_by_se(self._validation_errors(data, valid),
-                                           err_residuals, w)
+        better, mean, se = beats_by_se(self._validation_errors(data, valid), err_residuals,
+                                       w)
         if self.verbose:
             print(f"linear_fallback: the validation MSE of a network on the targets is "
                   f"{abs(mean):.4f} {'below' if mean < 0 else 'above'} that of the ridge "
@@ -1772,7 +1772,7 @@ class DIFFormerRegressor(RegressorTask, _DIFFormerBase):
     def _squared_errors(self, outputs, data, rows):
         """Squared errors of the standardised means in ``outputs`` (over every sample) on
         the data rows ``rows``, averaged over the outputs."""
-        ids = np.arange(data.inputs.n) if data.inputs.ids is None else data.inputs.ids
+        ids = data.inputs.row_ids
         k = self.n_outputs_
         targets = data.targets.reshape(len(data.targets), k)[rows]
         return ((outputs[ids[rows], :k] - targets) ** 2).mean(1)

@@ -762,7 +762,7 @@ class FlowformerRegressor(RegressorTask, _FlowformerBase):
             err_skip = ((self._outputs(data.X[valid])[:, :k] - target) ** 2).mean(1)
             self._set_correction(*held)
         better, _, _ = beats_by_se(err_net, err_skip, w, se=_forecast_comparison_se,
-                                       n_outputs=k)
+                                   n_outputs=k)
         return better
 
     def partial_fit(self, X, y, adjacency=None, *, sample_weight=None):
