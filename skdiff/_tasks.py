@@ -85,6 +85,56 @@ def _as_label_array(y):
     return y
 
 
+#: Inverse L2 penalties tried for the classifiers' logistic start, its most folds and the
+#: most training rows it is fitted on (a seeded random subset beyond).
+LOGISTIC_CS = tuple(float(c) for c in np.logspace(-4, 2, 7))
+LOGISTIC_FOLDS = 5
+LOGISTIC_START_ROWS = 10_000
+
+
+def logistic_skip(F, codes, n_classes, weights=None, random_state=None):
+    """Logistic-regression start of a classifier's linear skip.
+
+    ``F`` (n, f) are the skip's features of the training rows (dense or CSR: the scaled
+    series, flattened, or the scaled features) and ``codes`` (n,) their class indices in
+    ``range(n_classes)``, rows weighted by ``weights`` (n,) when given. A multinomial
+    logistic regression with the inverse L2 penalty ``C`` of ``LOGISTIC_CS`` that has the
+    best log-loss over stratified folds (as many as the smallest class allows, at most
+    ``LOGISTIC_FOLDS``; with one row in a class, ``C=1``) is fitted, and its logits become
+    the skip: the classifier starts as the logistic regression a user would otherwise fit
+    on those features, and the network learns a correction to its logits. Returns
+    ``(weight, bias, C)``: shapes (n_classes, f) and (n_classes,); a binary problem's
+    single logit ``z`` is split as ``(-z/2, z/2)``. ``None`` when a class has no training
+    row (``partial_fit`` with ``classes``).
+    """
+    from sklearn import config_context
+    from sklearn.exceptions import ConvergenceWarning
+    from sklearn.linear_model import LogisticRegression
+    from sklearn.model_selection import GridSearchCV, StratifiedKFold
+
+    counts = np.bincount(codes, minlength=n_classes)
+    if counts.min() < 1:
+        return None
+    n_folds = min(LOGISTIC_FOLDS, int(counts.min()))
+    model = LogisticRegression(max_iter=2000)
+    if n_folds >= 2:  # GridSearchCV rather than LogisticRegressionCV, whose arguments change
+        model = GridSearchCV(model, {"C": list(LOGISTIC_CS)}, scoring="neg_log_loss",
+                             cv=StratifiedKFold(n_folds, shuffle=True,
+                                                random_state=random_state))
+    # an internal choice, made alike whatever the caller's metadata-routing setting: with
+    # routing on, GridSearchCV would refuse the weights that no estimator here requests
+    with warnings.catch_warnings(), config_context(enable_metadata_routing=False):
+        # lbfgs may stop short at the weakest penalties on separable folds; the start is
+        # then a little less converged, which the network's training absorbs
+        warnings.simplefilter("ignore", ConvergenceWarning)
+        model.fit(F, codes, sample_weight=weights)
+    best = getattr(model, "best_estimator_", model)
+    W, b = best.coef_, best.intercept_
+    if n_classes == 2:
+        W, b = np.vstack([-W / 2, W / 2]), np.array([-b[0] / 2, b[0] / 2])
+    return W, b, float(best.C)
+
+
 @fill_doc()
 class ClassifierTask(ClassifierMixin, EstimatorBase):
     """Label handling, loss and predictions of the classifiers (see the module docstring)."""
@@ -94,6 +144,18 @@ class ClassifierTask(ClassifierMixin, EstimatorBase):
     def _unlabelled_marker(self):
         """The label that marks unlabelled rows (``None``: every row is labelled)."""
         return None
+
+    def _logistic_start(self, data, rows, features):
+        """:func:`logistic_skip` fitted to the data rows ``rows`` (at most
+        ``LOGISTIC_START_ROWS``, a random subset from the fit's seed beyond that), whose
+        features ``features(rows)`` gives: ``(weight, bias, C)``, or None when a class has
+        no row among them."""
+        rows = np.asarray(rows)
+        if rows.size > LOGISTIC_START_ROWS:
+            rows = np.sort(np.random.RandomState(self.seed_).choice(
+                rows, LOGISTIC_START_ROWS, replace=False))
+        return logistic_skip(features(rows), data.targets[rows], self.classes_.size,
+                             weights=data.weights[rows], random_state=self.seed_)
 
     def _targets(self, y, *, reset, classes=None, weights=None):
         """(codes, labelled mask, strata, loss weights): integer codes of ``y``, -1 on

@@ -408,10 +408,10 @@ class GraphInputs:
             item["adj"] = normalized_block(self.adjacency, nodes, self.device)
         return item
 
-    def scaled_features(self):
-        """Scaled features of all samples, float32 (CSR stays CSR), as the network reads
-        them."""
-        return self._scaled(self.features)
+    def scaled_features(self, nodes=None):
+        """Scaled features of all samples (or of the samples ``nodes``), float32 (CSR stays
+        CSR), as the network reads them."""
+        return self._scaled(self.features if nodes is None else self.features[nodes])
 
     def rows(self, start, stop):
         """Scaled features of rows ``start:stop`` as a tensor (dense or sparse)."""
@@ -594,5 +594,6 @@ def streamed_forward(module, inputs, chunk, summaries=False):
                 conv, graph_rows(inputs.adjacency, dinv, a, b, Z.device), Z, z)
             Z_next[a:b] = module._step(i, z, conv._combine(attn, graph))
         Z = Z_next
-    logits = torch.cat([module.head(Z[a:b]) for a, b in spans])
+    logits = torch.cat([module.head(Z[a:b]) + module.skip_outputs(inputs.rows(a, b))
+                        for a, b in spans])
     return logits, (out_summaries if summaries else [])

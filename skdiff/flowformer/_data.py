@@ -9,13 +9,12 @@ standardised with its mean and standard deviation over all training samples and 
 from __future__ import annotations
 
 import copy
-import warnings
 
 import numpy as np
 
 from ..nn.losses import softplus_inverse
 
-__all__ = ["check_ragged", "logistic_skip", "ridge_skip", "updated_ridge_skip"]
+__all__ = ["check_ragged", "ridge_skip", "updated_ridge_skip"]
 
 
 def check_ragged(X):
@@ -305,50 +304,3 @@ def _residuals_by_penalty(fitted, scored):
         W = V @ (Vr / (np.maximum(lam, 0.0) + a)[:, None])
         out.append(scored.residual(W, y_mean - f_mean @ W).mean())
     return np.array(out)
-
-
-#: Inverse L2 penalties tried for the classifier's logistic start, and its most folds.
-LOGISTIC_CS = tuple(float(c) for c in np.logspace(-4, 2, 7))
-LOGISTIC_FOLDS = 5
-
-
-def logistic_skip(F, codes, n_classes, weights=None, random_state=None):
-    """Logistic-regression start of the classifier's linear skip.
-
-    ``F`` (n, f) are the skip's features of the training rows (the scaled series, flattened)
-    and ``codes`` (n,) their class indices in ``range(n_classes)``, rows weighted by
-    ``weights`` (n,) when given. A multinomial logistic regression with the inverse L2
-    penalty ``C`` of ``LOGISTIC_CS`` that has the best log-loss over stratified folds (as
-    many as the smallest class allows, at most ``LOGISTIC_FOLDS``; with one row in a class,
-    ``C=1``) is fitted, and its logits become the skip: the classifier starts as the logistic
-    regression a user would otherwise fit on the flattened series, and the encoder learns a
-    correction to its logits. Returns ``(weight, bias, C)``: shapes (n_classes, f) and
-    (n_classes,); a binary problem's single logit ``z`` is split as ``(-z/2, z/2)``. ``None``
-    when a class has no training row (``partial_fit`` with ``classes``).
-    """
-    from sklearn import config_context
-    from sklearn.exceptions import ConvergenceWarning
-    from sklearn.linear_model import LogisticRegression
-    from sklearn.model_selection import GridSearchCV, StratifiedKFold
-
-    counts = np.bincount(codes, minlength=n_classes)
-    if counts.min() < 1:
-        return None
-    n_folds = min(LOGISTIC_FOLDS, int(counts.min()))
-    model = LogisticRegression(max_iter=2000)
-    if n_folds >= 2:  # GridSearchCV rather than LogisticRegressionCV, whose arguments change
-        model = GridSearchCV(model, {"C": list(LOGISTIC_CS)}, scoring="neg_log_loss",
-                             cv=StratifiedKFold(n_folds, shuffle=True,
-                                                random_state=random_state))
-    # an internal choice, made alike whatever the caller's metadata-routing setting: with
-    # routing on, GridSearchCV would refuse the weights that no estimator here requests
-    with warnings.catch_warnings(), config_context(enable_metadata_routing=False):
-        # lbfgs may stop short at the weakest penalties on separable folds; the start is
-        # then a little less converged, which the encoder's training absorbs
-        warnings.simplefilter("ignore", ConvergenceWarning)
-        model.fit(F, codes, sample_weight=weights)
-    best = getattr(model, "best_estimator_", model)
-    W, b = best.coef_, best.intercept_
-    if n_classes == 2:
-        W, b = np.vstack([-W / 2, W / 2]), np.array([-b[0] / 2, b[0] / 2])
-    return W, b, float(best.C)

@@ -40,12 +40,9 @@ from .._tasks import (
 )
 from ..nn.flowformer import Flowformer
 from ..nn.graph import edge_index_from_scipy, normalized_adjacency
-from ._data import check_ragged, logistic_skip, ridge_skip, updated_ridge_skip
+from ._data import check_ragged, ridge_skip, updated_ridge_skip
 
 __all__ = ["FlowformerClassifier", "FlowformerRegressor"]
-
-#: Most training rows the classifier's logistic start is fitted on.
-LOGISTIC_START_ROWS = 10_000
 
 FLOWFORMER_DOCS = parse_docs("""
 hidden_dim : int
@@ -887,7 +884,7 @@ class FlowformerClassifier(ClassifierTask, _FlowformerBase):
     def _init_module(self, module, data, train, valid):
         """Start the ``"window"`` skip at a logistic regression on the flattened series.
 
-        :func:`~skdiff.flowformer._data.logistic_skip` fits it on the training rows (at most
+        :func:`~skdiff._tasks.logistic_skip` fits it on the training rows (at most
         ``LOGISTIC_START_ROWS``, a seeded random subset beyond that), its penalty chosen by
         stratified cross-validation; it is computed once per fit, copied into every
         initialisation of ``n_init`` and kept fixed, so the encoder (whose head starts at
@@ -898,15 +895,10 @@ class FlowformerClassifier(ClassifierTask, _FlowformerBase):
         if self.skip_ != "window":
             return
         if "skip_start" not in data.extra:
-            rows = np.asarray(train)
-            if rows.size > LOGISTIC_START_ROWS:
-                rows = np.sort(np.random.RandomState(self.seed_).choice(
-                    rows, LOGISTIC_START_ROWS, replace=False))
-            with torch.no_grad():
-                F = module.skip_features(torch.as_tensor(data.X[rows])).double().numpy()
-            data.extra["skip_start"] = logistic_skip(
-                F, data.targets[rows], self.classes_.size, weights=data.weights[rows],
-                random_state=self.seed_)
+            def features(rows):
+                with torch.no_grad():
+                    return module.skip_features(torch.as_tensor(data.X[rows])).double().numpy()
+            data.extra["skip_start"] = self._logistic_start(data, train, features)
         if data.extra["skip_start"] is None:  # a class without training rows
             return
         weight, bias, self.logistic_C_ = data.extra["skip_start"]

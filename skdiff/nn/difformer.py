@@ -10,7 +10,10 @@ Every layer is one explicit-Euler step of an energy-constrained diffusion (paper
     \qquad \text{logits} = Z^{(K)} W_{out},
 
 with step size :math:`\alpha = \tau` (0.5 in the official runs) and the graph term only when an
-adjacency is given. See :mod:`skdiff.nn.diffusion_attention` for the attention kernels.
+adjacency is given. With ``linear_skip`` a fixed linear map of the inputs is added to the
+outputs, :math:`\text{logits} = Z^{(K)} W_{out} + X W_{skip}`: the network then learns a
+correction to a linear model set by :meth:`DIFFormer.set_skip_`. See
+:mod:`skdiff.nn.diffusion_attention` for the attention kernels.
 """
 
 from __future__ import annotations
@@ -53,6 +56,10 @@ class DIFFormer(nn.Module):
         The last ``n_detached_outputs`` outputs (e.g. the variance half of a Gaussian head)
         read the final hidden state through ``detach()``: their loss trains the output
         layer, not the layers below it.
+    linear_skip : bool, default=False
+        Add a linear map of the inputs (``skip``, in_dim -> out_dim) to the outputs. It
+        starts at zero and fixed; :meth:`set_skip_` sets it and whether training updates
+        it.
 
     Notes
     -----
@@ -62,7 +69,7 @@ class DIFFormer(nn.Module):
     def __init__(self, in_dim, out_dim, *, hidden_dim=64, n_layers=2, n_heads=1, alpha=0.5,
                  dropout=0.2, kernel="simple", qk_norm="global", value_projection=False,
                  graph_weight=None, scope="all", block_size=1024, checkpoint_layers=False,
-                 n_detached_outputs=0):
+                 n_detached_outputs=0, linear_skip=False):
         super().__init__()
         if not 0 <= n_detached_outputs <= out_dim:
             raise ValueError(f"n_detached_outputs must be in [0, {out_dim}]; got "
@@ -82,6 +89,14 @@ class DIFFormer(nn.Module):
         ])
         self.norms = nn.ModuleList([nn.LayerNorm(hidden_dim) for _ in range(n_layers)])
         self.fc_out = nn.Linear(hidden_dim, out_dim)
+        self.skip = nn.Linear(in_dim, out_dim).requires_grad_(False) if linear_skip else None
+        self._zero_skip()
+
+    def _zero_skip(self):
+        if self.skip is not None:
+            with torch.no_grad():
+                self.skip.weight.zero_()
+                self.skip.bias.zero_()
 
     @property
     def n_layers(self):
@@ -94,6 +109,47 @@ class DIFFormer(nn.Module):
         for m in self.modules():
             if m is not self and hasattr(m, "reset_parameters"):
                 m.reset_parameters()
+        self._zero_skip()  # the skip starts at zero, set by set_skip_
+
+    @torch.no_grad()
+    def set_skip_(self, weight, bias, *, trainable=False):
+        """Set the linear skip to ``weight`` (out_dim, in_dim) and ``bias`` (out_dim,).
+
+        Parameters
+        ----------
+        weight : array-like of shape (out_dim, in_dim)
+            Weights of the skip.
+        bias : array-like of shape (out_dim,)
+            Its intercepts.
+        trainable : bool, default=False
+            Whether training updates the skip afterwards (``False``: the rest of the
+            network learns a correction to this fixed linear map).
+        """
+        if self.skip is None:
+            raise ValueError("This network has no linear skip (built with "
+                             "linear_skip=False).")
+        self.skip.weight.copy_(torch.as_tensor(weight, dtype=self.skip.weight.dtype))
+        self.skip.bias.copy_(torch.as_tensor(bias, dtype=self.skip.bias.dtype))
+        self.skip.requires_grad_(trainable)
+
+    def skip_outputs(self, x):
+        """The linear skip's outputs for the rows ``x``; zero without a skip.
+
+        Parameters
+        ----------
+        x : Tensor of shape (n, in_dim), dense or sparse COO
+            Input rows.
+
+        Returns
+        -------
+        out : Tensor of shape (n, out_dim) or 0
+            ``x W_skip^T + b_skip``, or the number 0 where the network has no skip.
+        """
+        if self.skip is None:
+            return 0
+        if x.is_sparse:
+            return torch.sparse.mm(x, self.skip.weight.t()) + self.skip.bias
+        return self.skip(x)
 
     def _input(self, x):
         h = torch.sparse.mm(x, self.fc_in.weight.t()) + self.fc_in.bias if x.is_sparse \
@@ -136,7 +192,7 @@ class DIFFormer(nn.Module):
         for i in range(len(self.convs)):
             z = checkpoint(self._layer, i, z, adj, use_reentrant=False) if ckpt else \
                 self._layer(i, z, adj)
-        return self.head(z)
+        return self.head(z) + self.skip_outputs(x)
 
     @torch.no_grad()
     def summaries(self, x, adj=None):
@@ -187,7 +243,7 @@ class DIFFormer(nn.Module):
         z = self._input(x)
         for i, conv in enumerate(self.convs):
             z = self._step(i, z, conv.forward_inductive(z, summaries[i], graph=graph))
-        return self.head(z)
+        return self.head(z) + self.skip_outputs(x)
 
     @torch.no_grad()
     def attention_graph(self, x, adj=None, *, layer=-1, k=10, block_size=1024):

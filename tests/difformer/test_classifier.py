@@ -125,6 +125,62 @@ def test_the_defaults_do_not_end_on_a_spike_of_the_training_loss(seed):
     assert clf.score(Xtr, ytr) >= 0.95 and clf.score(Xte, yte) >= 0.8
 
 
+def test_the_logits_start_at_the_cross_validated_logistic_regression():
+    """logistic_start: the logits start at a logistic regression on the scaled features
+    (penalty chosen by stratified folds), kept fixed, the output layer at zero: with a
+    learning rate of 1e-9 the fit predicts what that logistic regression predicts, on the
+    fitted rows and on new ones."""
+    from sklearn.linear_model import LogisticRegression
+
+    from skdiff._tasks import LOGISTIC_CS
+
+    rng = np.random.default_rng(0)
+    X = rng.normal(size=(120, 6)) * [1, 2, 3, 1, 1, 5] + 3
+    y = np.array(["a", "b", "c"])[(X[:, 0] + 0.5 * X[:, 1] > 4.5).astype(int)
+                                  + (X[:, 2] > 4)]
+    kw = dict(n_layers=1, hidden_dim=8, max_epochs=2, lr=1e-9, random_state=0, device="cpu")
+    clf = DIFFormerClassifier(**kw, logistic_start=True).fit(X[:90], y[:90])
+    assert clf.logistic_C_ in LOGISTIC_CS and not clf.module_.skip.weight.requires_grad
+    assert clf.module_.fc_out.weight.abs().max() < 1e-6  # started at zero, moved by ~lr
+    Xs = clf._feature_scaling.transform(X)
+    lr = LogisticRegression(C=clf.logistic_C_, max_iter=2000).fit(Xs[:90], y[:90])
+    np.testing.assert_allclose(clf.predict_proba(X[90:]), lr.predict_proba(Xs[90:]),
+                               atol=1e-4)
+    np.testing.assert_allclose(clf.predict_proba(X[:90]), lr.predict_proba(Xs[:90]),
+                               atol=1e-4)
+    # the fixed skip survives a pickle and is not trained by a continued fit
+    again = pickle.loads(pickle.dumps(clf))
+    np.testing.assert_array_equal(again.predict_proba(X[90:]), clf.predict_proba(X[90:]))
+    skip = clf.module_.skip.weight.detach().clone()
+    again.set_params(lr=1e-2).partial_fit(X[:90], y[:90])
+    assert torch.equal(again.module_.skip.weight, skip) and again.logistic_C_ == clf.logistic_C_
+    # a binary problem splits the single logit in two
+    binary = DIFFormerClassifier(**kw, logistic_start=True).fit(X[:90], y[:90] == "a")
+    lr2 = LogisticRegression(C=binary.logistic_C_, max_iter=2000).fit(Xs[:90], y[:90] == "a")
+    np.testing.assert_allclose(binary.predict_proba(X[90:]), lr2.predict_proba(Xs[90:]),
+                               atol=1e-4)
+    # without the start (the default): the paper's network alone
+    plain = DIFFormerClassifier(**kw).fit(X[:90], y[:90])
+    assert plain.logistic_C_ is None and plain.module_.skip is None
+    assert np.abs(plain.predict_proba(X[90:]) - lr.predict_proba(Xs[90:])).max() > 0.1
+    # a class without training rows (partial_fit with classes): no start, still trains
+    part = DIFFormerClassifier(**kw, logistic_start=True).partial_fit(
+        X[:90], np.where(y[:90] == "c", "a", y[:90]), classes=["a", "b", "c"])
+    assert part.logistic_C_ is None and not part.module_.skip.weight.any()
+    assert part.predict_proba(X[90:]).shape == (30, 3)
+
+
+def test_the_network_corrects_the_logistic_start_where_classes_are_not_linear():
+    """Two rings: the logistic start is at chance, the network's correction separates them."""
+    from sklearn.datasets import make_circles
+
+    X, y = make_circles(400, noise=0.05, factor=0.5, random_state=0)
+    clf = DIFFormerClassifier(**FAST, logistic_start=True, random_state=0).fit(X[:300],
+                                                                                y[:300])
+    assert clf.logistic_C_ is not None
+    assert clf.score(X[300:], y[300:]) > 0.95
+
+
 def test_tabular_semi_supervised_and_string_classes(digits):
     X, y, Xt, yt = digits
     names = np.array([f"digit{c}" for c in range(10)], dtype=object)

@@ -54,16 +54,19 @@ def test_sub_graph_operators_equal_the_edge_list_reference(weighted_graph):
     torch.testing.assert_close(whole.to_dense(), _reference(A), atol=1e-7, rtol=1e-6)
 
 
-@pytest.mark.parametrize("graph,value_projection,n_heads,qk_norm,graph_weight", [
-    (False, False, 1, "global", None), (True, False, 1, "global", None),
-    (True, False, 3, "row", None), (False, True, 2, "row", None),
-    (True, True, 3, "row", None), (True, True, 2, "global", 0.3)])
+@pytest.mark.parametrize("graph,value_projection,n_heads,qk_norm,graph_weight,skip", [
+    (False, False, 1, "global", None, False), (True, False, 1, "global", None, True),
+    (True, False, 3, "row", None, False), (False, True, 2, "row", None, True),
+    (True, True, 3, "row", None, False), (True, True, 2, "global", 0.3, False)])
 def test_streamed_forward_equals_the_forward(weighted_graph, graph, value_projection,
-                                             n_heads, qk_norm, graph_weight):
+                                             n_heads, qk_norm, graph_weight, skip):
     X, A = weighted_graph
     torch.manual_seed(0)
     m = DIFFormer(6, 3, hidden_dim=8, n_layers=2, n_heads=n_heads, qk_norm=qk_norm,
-                  value_projection=value_projection, graph_weight=graph_weight).eval()
+                  value_projection=value_projection, graph_weight=graph_weight,
+                  linear_skip=skip).eval()
+    if skip:  # the fixed linear map of the inputs is added chunk by chunk too
+        m.set_skip_(torch.randn(3, 6), torch.randn(3))
     inputs = GraphInputs(X, FeatureScaling("standard").fit(X), A if graph else None)
     with torch.no_grad():
         reference = m(inputs.x, inputs.adj)

@@ -166,7 +166,7 @@ def test_classifier_starts_at_the_cross_validated_logistic_regression():
     fixed; with a tiny learning rate the encoder (head started at zero) adds nothing."""
     from sklearn.linear_model import LogisticRegression
 
-    from skdiff.flowformer._data import LOGISTIC_CS
+    from skdiff._tasks import LOGISTIC_CS
 
     rng = np.random.default_rng(0)
     X = rng.normal(size=(90, 16, 2))
