@@ -402,6 +402,27 @@ def best_baseline(task, results):
     return pick(results, key=lambda k: results[k]["score"])
 
 
+def add_set_argument(p):
+    """``--set KEY=VALUE ...``: parameters the skdiff estimators are built with."""
+    p.add_argument("--set", nargs="+", default=[], metavar="KEY=VALUE",
+                   help="build the skdiff estimators with these parameters (Python "
+                        "literals) instead of their defaults; needs its own --json")
+
+
+def parse_set(p, items):
+    """``{key: value}`` of ``--set``'s items (values are Python literals)."""
+    params = {}
+    for item in items:
+        key, sep, value = item.partition("=")
+        if not sep:
+            p.error(f"--set expects KEY=VALUE, got {item!r}")
+        try:
+            params[key] = ast.literal_eval(value)
+        except (ValueError, SyntaxError):
+            p.error(f"--set {item}: {value!r} is not a Python literal (e.g. True, 0.5, 'auto')")
+    return params
+
+
 def run_row(ds, ctx, params=None):
     """Fit the estimator and the baselines on one data set; return the row's record.
 
@@ -534,19 +555,9 @@ def main(argv=None):
                    help="only rebuild the docs page from --json (runs nothing)")
     p.add_argument("--page", type=Path, default=DEFAULT_PAGE, help="the docs page to write")
     p.add_argument("--no-render", action="store_true", help="do not rewrite the docs page")
-    p.add_argument("--set", nargs="+", default=[], metavar="KEY=VALUE",
-                   help="build the skdiff estimators with these parameters (Python "
-                        "literals) instead of their defaults; needs its own --json")
+    add_set_argument(p)
     args = p.parse_args(argv)
-    params = {}
-    for item in args.set:
-        key, sep, value = item.partition("=")
-        if not sep:
-            p.error(f"--set expects KEY=VALUE, got {item!r}")
-        try:
-            params[key] = ast.literal_eval(value)
-        except (ValueError, SyntaxError):
-            p.error(f"--set {item}: {value!r} is not a Python literal (e.g. True, 0.5, 'auto')")
+    params = parse_set(p, args.set)
     if params:
         if args.json.resolve() == DEFAULT_JSON.resolve():
             p.error("--set measures other parameters than the defaults: pass a --json of its "

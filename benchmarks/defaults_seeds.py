@@ -17,7 +17,8 @@ take minutes per fit are left out)::
         --json benchmarks/results/defaults_seeds.json
 
 ``--rows`` and ``--estimators`` select rows as in ``defaults.py``; heavy rows (``--heavy``
-there) and rows whose name matches ``--skip`` are left out.
+there) and rows whose name matches ``--skip`` are left out. ``--set KEY=VALUE`` builds the
+estimators with other parameters than their defaults (a candidate default across seeds).
 """
 
 from __future__ import annotations
@@ -51,14 +52,15 @@ def _best_baseline(task, d):
     return best, results[best]["score"]
 
 
-def _seeded(Est, seed):
-    """A factory the task calls as ``Est(random_state=0)``: the estimator with ``seed``."""
+def _seeded(Est, seed, settings=None):
+    """A factory the task calls as ``Est(random_state=0)``: the estimator with ``seed`` (and
+    the ``--set`` parameters)."""
     def make(**params):
-        return Est(**{**params, "random_state": seed})
+        return Est(**{**params, **(settings or {}), "random_state": seed})
     return make
 
 
-def run_row(ds, ctx, seeds, stored):
+def run_row(ds, ctx, seeds, stored, settings=None):
     task = D.TASKS[ds.task]
     Est = D._estimator(task.estimator)
     key = f"{task.estimator} | {ds.family} | {ds.name}"
@@ -68,12 +70,15 @@ def run_row(ds, ctx, seeds, stored):
     for seed in range(seeds):
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")
-            scores.append(task.call(_seeded(Est, seed), d)["score"])
+            scores.append(task.call(_seeded(Est, seed, settings), d)["score"])
     ratios, statuses = zip(*(D._status(task, s, base) for s in scores))
-    return {"key": key, "estimator": task.estimator, "dataset": ds.name, "split": ds.split,
-            "metric": task.metric, "compare": task.compare, "baseline": name,
-            "baseline_score": base, "scores": scores, "ratios": list(ratios),
-            "losses": statuses.count("loss"), "seeds": seeds}
+    row = {"key": key, "estimator": task.estimator, "dataset": ds.name, "split": ds.split,
+           "metric": task.metric, "compare": task.compare, "baseline": name,
+           "baseline_score": base, "scores": scores, "ratios": list(ratios),
+           "losses": statuses.count("loss"), "seeds": seeds}
+    if settings:
+        row["params"] = dict(settings)
+    return row
 
 
 def main(argv=None):
@@ -88,8 +93,10 @@ def main(argv=None):
     p.add_argument("--data-home", default=None)
     p.add_argument("--baselines", type=Path, default=D.DEFAULT_JSON,
                    help="the defaults results file whose baselines are used")
+    D.add_set_argument(p)
     add_run_arguments(p)
     args = p.parse_args(argv)
+    settings = D.parse_set(p, args.set)
     torch.set_num_threads(args.threads)
     ctx = D.Context(data_home=Path(args.data_home) if args.data_home else None, quick=False)
     stored = _stored_baselines(args.baselines)
@@ -107,7 +114,7 @@ def main(argv=None):
             continue
         t0 = time.perf_counter()
         with threadpool_limits(args.threads):
-            row = run_row(ds, ctx, args.seeds, stored)
+            row = run_row(ds, ctx, args.seeds, stored, settings)
         row["seconds"] = round(time.perf_counter() - t0, 1)
         doc["rows"].append(row)
         r = np.asarray(row["ratios"])

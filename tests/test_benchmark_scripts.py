@@ -362,3 +362,15 @@ def test_defaults_seeds_refits_a_row_with_each_seed_against_the_stored_baseline(
     assert sorted(set(seeds_seen)) == [0, 1]
     assert row["ratios"] == pytest.approx([s / 0.5 for s in row["scores"]])
     assert row["losses"] == sum(s < 0.5 * 0.99 for s in row["scores"])
+    assert "params" not in row
+    # --set builds every fit with a candidate parameter, recorded on the row
+    params_seen = []
+    monkeypatch.setattr(D, "_estimator", lambda name: lambda **p: (
+        params_seen.append(p), quick(**p))[1])
+    script.main(["--rows", "iris, all labelled", "--seeds", "1", "--baselines", str(stored),
+                 "--set", "logistic_start=True", "--json", str(out)])
+    (row,) = json.loads(out.read_text())["rows"]
+    assert row["params"] == {"logistic_start": True}
+    assert params_seen and all(p["logistic_start"] is True for p in params_seen)
+    with pytest.raises(SystemExit):
+        script.main(["--set", "logistic_start", "--json", str(out)])
