@@ -1048,11 +1048,10 @@ class DIFFormerClassifier(ClassifierTask, _DIFFormerBase):
         the test accuracy from 0.809 to 0.828 (mean over ``random_state`` 0-4; every seed
         at least 0.819), and it helps tables whose classes are nearly linear in the
         features; on block models whose features say little beside the graph it lowers
-        it (10,000 nodes, 100 labelled: 0.801 to 0.755), as the network, fitted to what
-        the linear model leaves on the labelled rows, learns less from the graph. Over
-        the defaults benchmark's rows refitted with five seeds it lost to the baseline
-        in fewer dev fits but lowered their geometric mean, and lost more held-out fits,
-        so it is not the default (the DIFFormer benchmark page has the table).
+        it (10,000 nodes, 100 labelled: 0.801 to 0.755). Over the defaults benchmark's
+        rows refitted with five seeds it lost to the baseline in fewer dev fits but
+        lowered their geometric mean, and lost more held-out fits, so it is not the
+        default (the DIFFormer benchmark page has the table).
         ``False``: the network alone (the paper's model).
     %(training_parameters)s
 
