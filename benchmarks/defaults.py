@@ -25,6 +25,9 @@ as they finish, so separate runs of the two splits build one table; ``--render``
 ``--set KEY=VALUE ...`` fits the skdiff estimators with those parameters instead of their
 defaults (a candidate default measured on the same rows); its rows go to a JSON of their
 own (``--json`` other than the defaults file, required) and the docs page is not rewritten.
+``--reuse-baselines`` takes each row's baselines from the defaults file instead of fitting
+them again (the tabular ARD Gaussian process takes minutes), for a rerun of one estimator's
+rows.
 """
 
 from __future__ import annotations
@@ -423,10 +426,12 @@ def parse_set(p, items):
     return params
 
 
-def run_row(ds, ctx, params=None):
+def run_row(ds, ctx, params=None, stored=None):
     """Fit the estimator and the baselines on one data set; return the row's record.
 
     ``params``: parameters the estimator is built with instead of its defaults (``--set``).
+    ``stored``: an earlier record of the same row whose baselines are taken instead of
+    fitted again (``--reuse-baselines``; they do not depend on the estimator).
     """
     task = TASKS[ds.task]
     row = {"key": f"{task.estimator} | {ds.family} | {ds.name}", "estimator": task.estimator,
@@ -449,7 +454,10 @@ def run_row(ds, ctx, params=None):
         except Exception as exc:  # noqa: BLE001 - a failing row must not stop the run
             row.update(status="error", error=f"{type(exc).__name__}: {exc}"[:500])
     row["warnings"] = _warnings_summary(caught)
-    row["baselines"] = baselines(task, d)
+    if stored and stored.get("baselines"):
+        row["baselines"], row["baselines_reused"] = stored["baselines"], True
+    else:
+        row["baselines"] = baselines(task, d)
     best = best_baseline(task, row["baselines"])
     row["best_baseline"] = best
     row["baseline_score"] = row["baselines"][best]["score"]
@@ -555,6 +563,10 @@ def main(argv=None):
                    help="only rebuild the docs page from --json (runs nothing)")
     p.add_argument("--page", type=Path, default=DEFAULT_PAGE, help="the docs page to write")
     p.add_argument("--no-render", action="store_true", help="do not rewrite the docs page")
+    p.add_argument("--reuse-baselines", action="store_true",
+                   help="take each row's baselines from its earlier record in the defaults "
+                        "results file instead of fitting them again (same data, same "
+                        "scikit-learn; the row records baselines_reused)")
     add_set_argument(p)
     args = p.parse_args(argv)
     params = parse_set(p, args.set)
@@ -578,6 +590,9 @@ def main(argv=None):
     torch.set_num_threads(args.threads)
     ctx = Context(data_home=args.data_home, quick=args.quick)
     doc = {"runs": [], "rows": []} if args.fresh else _load_json(args.json)
+    stored = {}
+    if args.reuse_baselines:
+        stored = {r["key"]: r for r in _load_json(DEFAULT_JSON)["rows"]}
     run = {"date": datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%d"),
            "command": _command(sys.argv[1:] if argv is None else argv),
            "skdiff": skdiff.__version__, "commit": _git_commit(),
@@ -592,7 +607,8 @@ def main(argv=None):
     t_run = time.perf_counter()
     with threadpool_limits(limits=args.threads):
         for ds in rows:
-            row = run_row(ds, ctx, params)
+            key = f"{TASKS[ds.task].estimator} | {ds.family} | {ds.name}"
+            row = run_row(ds, ctx, params, stored.get(key))
             row["run"] = len(doc["runs"]) - 1
             row["order"] = DATASETS.index(ds)
             _place(doc["rows"], row)

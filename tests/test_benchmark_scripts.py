@@ -265,6 +265,13 @@ def test_defaults_set_measures_other_parameters_into_a_file_of_their_own(monkeyp
     assert row["params"] == {"max_epochs": 4, "n_layers": 1}
     assert row["skdiff"]["extra"]["epochs"] == 4
     assert "params" not in script.run_row(ds, ctx)
+    # --reuse-baselines: a stored record's baselines are taken, not fitted again
+    stored = {"baselines": {"logreg": {"score": 0.5}}}
+    monkeypatch.setattr(script, "baselines", lambda task, d: pytest.fail("refitted"))
+    reused = script.run_row(ds, ctx, {"max_epochs": 4, "n_layers": 1}, stored)
+    assert reused["baselines_reused"] and reused["baselines"] == stored["baselines"]
+    assert reused["best_baseline"] == "logreg" and reused["baseline_score"] == 0.5
+    assert reused["ratio"] == pytest.approx(reused["skdiff"]["score"] / 0.5)
 
 
 def test_defaults_rerun_row_keeps_its_place_in_the_results_file(monkeypatch):
