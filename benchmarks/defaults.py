@@ -405,6 +405,11 @@ def best_baseline(task, results):
     return pick(results, key=lambda k: results[k]["score"])
 
 
+def row_key(ds):
+    """The key of a data set's row in the results files: estimator, family and name."""
+    return f"{TASKS[ds.task].estimator} | {ds.family} | {ds.name}"
+
+
 def add_set_argument(p):
     """``--set KEY=VALUE ...``: parameters the skdiff estimators are built with."""
     p.add_argument("--set", nargs="+", default=[], metavar="KEY=VALUE",
@@ -434,7 +439,7 @@ def run_row(ds, ctx, params=None, stored=None):
     fitted again (``--reuse-baselines``; they do not depend on the estimator).
     """
     task = TASKS[ds.task]
-    row = {"key": f"{task.estimator} | {ds.family} | {ds.name}", "estimator": task.estimator,
+    row = {"key": row_key(ds), "estimator": task.estimator,
            "family": ds.family, "dataset": ds.name, "split": ds.split, "task": ds.task,
            "metric": task.metric, "higher_is_better": task.higher_is_better,
            "compare": task.compare, "heavy": ds.heavy}
@@ -607,8 +612,7 @@ def main(argv=None):
     t_run = time.perf_counter()
     with threadpool_limits(limits=args.threads):
         for ds in rows:
-            key = f"{TASKS[ds.task].estimator} | {ds.family} | {ds.name}"
-            row = run_row(ds, ctx, params, stored.get(key))
+            row = run_row(ds, ctx, params, stored.get(row_key(ds)))
             row["run"] = len(doc["runs"]) - 1
             row["order"] = DATASETS.index(ds)
             _place(doc["rows"], row)

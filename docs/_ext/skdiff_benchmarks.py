@@ -187,17 +187,19 @@ def _difformer_generators(doc):
             "RidgeCV: MSE / var(y)"], rows
 
 
-def _defaults_seeds(doc):
-    def ratio(v, compare):
-        return f"{v:+.2f}" if compare == "difference" else f"{v:.3f}"
+def _ratio(v, compare):
+    # a score against its baseline: a ratio, or a difference (log-likelihoods)
+    return f"{v:+.2f}" if compare == "difference" else f"{v:.3f}"
 
+
+def _defaults_seeds(doc):
     rows = []
     for r in doc["rows"]:
         v, c = r["ratios"], r["compare"]
         rows.append([r["estimator"], r["dataset"], r["split"],
-                     f"{r['baseline']} {r['baseline_score']:.4g}", ratio(v[0], c),
-                     ratio(float(np.median(v)), c),
-                     f"{ratio(min(v), c)} to {ratio(max(v), c)}",
+                     f"{r['baseline']} {r['baseline_score']:.4g}", _ratio(v[0], c),
+                     _ratio(float(np.median(v)), c),
+                     f"{_ratio(min(v), c)} to {_ratio(max(v), c)}",
                      f"{r['losses']} of {r['seeds']}"])
     return ["estimator", "data", "split", "baseline", "random_state=0", "median",
             "range", "seeds that lose"], rows
@@ -212,9 +214,9 @@ def _seeds_candidate(doc):
             defaults.update({r["key"]: r for r in json.loads(path.read_text())["rows"]})
 
     def spread(r):
-        v = r["ratios"]
-        return (f"{np.median(v):.3f} ({min(v):.3f} to {max(v):.3f}), "
-                f"{r['losses']} of {r['seeds']} lose")
+        v, c = r["ratios"], r["compare"]
+        return (f"{_ratio(float(np.median(v)), c)} ({_ratio(min(v), c)} to "
+                f"{_ratio(max(v), c)}), {r['losses']} of {r['seeds']} lose")
 
     rows = []
     for r in sorted(doc["rows"], key=lambda r: r["split"] != "dev"):
