@@ -75,6 +75,13 @@ def _tabular_xy(name):
     if name == "friedman1":  # 5 informative of 10 features, noise std 1
         X, y = ds.make_friedman1(n_samples=1000, n_features=10, noise=1.0, random_state=303)
         return X, y, False
+    if name == "friedman3":  # arctan of a ratio of 4 features, noise std 0.1
+        X, y = ds.make_friedman3(n_samples=1000, noise=0.1, random_state=707)
+        return X, y, False
+    if name == "quantiles":  # 3 classes: shells of a 4-D Gaussian by radius
+        X, y = ds.make_gaussian_quantiles(n_samples=1000, n_features=4, n_classes=3,
+                                          random_state=808)
+        return X, y, True
     raise ValueError(f"unknown tabular data set {name!r}")
 
 
@@ -84,7 +91,8 @@ STATSMODELS_TABULAR = {"fair": ("fair", "affairs", 3000), "star98": ("star98", N
                        "anes96": ("anes96", "PID", None),
                        "statecrime": ("statecrime", "violent", None),
                        "randhie": ("randhie", "mdvis", 3000),
-                       "modechoice": ("modechoice", "invc", None, ("individual", "mode"))}
+                       "modechoice": ("modechoice", "invc", None, ("individual", "mode")),
+                       "grunfeld": ("grunfeld", "invest", None, ("firm",))}
 
 
 def _statsmodels_tabular(name):
@@ -92,7 +100,8 @@ def _statsmodels_tabular(name):
     pupils above the national median per district (star98), party identification (anes96),
     violent crimes per 100,000 people in the 50 states and DC (statecrime), outpatient visits
     in the RAND health insurance experiment (randhie, first 3000 rows), the in-vehicle cost
-    of a trip by the travel mode chosen (modechoice)."""
+    of a trip by the travel mode chosen (modechoice), a firm's gross investment from its
+    market value, capital stock and the year (grunfeld: 11 US firms, 1935-1954)."""
     import statsmodels.datasets as smd
 
     module, target, n_rows, *drop = STATSMODELS_TABULAR[name]
@@ -224,11 +233,13 @@ def ett(ctx, column, horizon, lookback=96, train_stride=2):
 
 
 def _statsmodels(name, column):
-    import statsmodels.api as sm
+    import importlib
 
-    frame = getattr(sm.datasets, name).load_pandas().data
+    # not every bundled set is exposed as an attribute of statsmodels.datasets (elec_equip)
+    frame = importlib.import_module(f"statsmodels.datasets.{name}").load_pandas().data
     if name == "elnino":  # one row per year, one column per month
         return frame.drop(columns="YEAR").to_numpy(dtype=np.float64).ravel()
+    column = frame.columns[0] if column is None else column
     return frame[column].interpolate(limit_direction="both").to_numpy(dtype=np.float64)
 
 
@@ -239,8 +250,10 @@ def _aeon_series(name):
         return np.asarray(ads.load_airline(), dtype=np.float64)
     if name == "lynx":
         return np.asarray(ads.load_lynx(), dtype=np.float64)
-    if name == "uschange_consumption":
-        return np.asarray(ads.load_uschange(), dtype=np.float64)[0]
+    if name.startswith("uschange_"):  # quarterly % changes of five US series, 1960-2016
+        channels = ("consumption", "income", "production", "savings", "unemployment")
+        return np.asarray(ads.load_uschange(), dtype=np.float64)[
+            channels.index(name.removeprefix("uschange_"))]
     if name == "shampoo_sales":
         return np.asarray(ads.load_shampoo_sales(), dtype=np.float64).ravel()
     if name == "PBS":

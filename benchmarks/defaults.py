@@ -227,6 +227,9 @@ DATASETS = (
     *_tab("wine", "heldout", 5),
     *_tab("iris", "heldout", 5, quick=True),
     *_tab("blobs4", "heldout", 20),
+    # Gaussian shells: joined after the defaults were fixed, to check how they carry over to
+    # data no default was chosen on (the held-out part never grows, so they join dev)
+    *_tab("quantiles", "dev", 20),
     # tabular regression (DIFFormerRegressor, when importable)
     *_tab("friedman1", "dev", 50, regression=True),
     # real regression tables, fully labelled (not used to choose any default)
@@ -237,6 +240,11 @@ DATASETS = (
     # rows was chosen to guard
     _tab_full("statecrime", "dev", regression=True),
     *_tab("diabetes", "heldout", 50, regression=True),
+    # a smooth generator and a panel of firms: joined after the defaults were fixed, to
+    # check how they carry over to data no default was chosen on (the held-out part never
+    # grows, so they join dev)
+    _tab_full("friedman3", "dev", regression=True),
+    _tab_full("grunfeld", "dev", regression=True),
     # graphs: Cora and contextual stochastic block models (5 classes, mean degree 8,
     # 16 informative + 16 noise features, 20 labels per class)
     Dataset("graphs", "Cora (public split)", "dev", "graph_clf", data.cora, quick=True),
@@ -293,6 +301,12 @@ DATASETS = (
     _series("statsmodels", "macrodata", 16, 4, 4, "heldout", column="unemp"),
     _series("aeon", "lynx", 20, 5, 10, "heldout"),
     _series("aeon", "uschange_consumption", 16, 4, 4, "heldout"),
+    # a monthly index and four quarterly rates: joined after the defaults were fixed, to
+    # check how they carry over to data no default was chosen on (the held-out part never
+    # grows, so they join dev)
+    _series("statsmodels", "elec_equip", 36, 12, 12, "dev"),
+    *(_series("aeon", f"uschange_{c}", 16, 4, 4, "dev")
+      for c in ("income", "production", "savings", "unemployment")),
     # sequence regression (FlowformerRegressor: one value per series), the extrinsic
     # regression sets bundled with aeon: joined the dev part after the defaults were fixed
     # (no default was chosen on them; the held-out part never grows)
@@ -305,10 +319,14 @@ DATASETS = (
     _ucr("BasicMotions", "dev"),
     _ucr("OSULeaf", "dev"),
     _ucr("PickupGestureWiimoteZ", "dev"),
+
     _ucr("ItalyPowerDemand", "heldout"),
     _ucr("ArrowHead", "heldout"),
     _ucr("JapaneseVowels", "heldout"),
     _ucr("ACSF1", "heldout"),
+    # a small UCR set: joined after the defaults were fixed, to check how they carry over to
+    # data no default was chosen on (the held-out part never grows, so they join dev)
+    _ucr("UnitTest", "dev"),
     # functions (NDPRegressor as a GaussianProcessRegressor drop-in): 3-12 context points,
     # 50 query points over the interval; "arbitrary units": x in [0, 1000], y * 1e-3 + 0.37
     _gp("se", 0.1, 0.1, "dev", quick=True),
