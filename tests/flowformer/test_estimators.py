@@ -711,6 +711,38 @@ def test_ridge_skip_penalty_is_chosen_by_forward_chaining_folds():
     np.testing.assert_array_equal(weight2[1], 0.0)
 
 
+def test_ridge_skip_folds_fitted_on_fewer_rows_than_features_do_not_vote():
+    # 120 rows of 30 features: TimeSeriesSplit(5)'s first fold fits on 20 rows, an
+    # underdetermined ridge, and is left out of the choice; the other four folds choose
+    from skdiff.flowformer._data import RIDGE_PENALTIES, ridge_skip
+
+    def choice(F, y1, rows, keep):
+        errors = [sum(np.mean((Ridge(alpha=a * len(fit)).fit(F[fit], y1[fit]).predict(F[val])
+                               - y1[val]) ** 2)
+                      for fit, val in TimeSeriesSplit(5).split(rows) if keep(fit))
+                  for a in RIDGE_PENALTIES]
+        return RIDGE_PENALTIES[int(np.argmin(errors))]
+
+    rng = np.random.default_rng(2)
+    F = rng.normal(size=(120, 30))
+    y = F[:, :3] @ np.array([[1.0], [-0.5], [0.2]]) + 0.5 * rng.normal(size=(120, 1))
+    rows = np.arange(120)
+    alpha = choice(F, y[:, 0], rows, lambda fit: len(fit) > 30)
+    assert alpha != choice(F, y[:, 0], rows, lambda fit: True)  # the rule matters here
+    weight, bias = ridge_skip(F, y, rows, 1)
+    ref = Ridge(alpha=alpha * 120).fit(F, y[:, 0])
+    np.testing.assert_allclose(weight[0], ref.coef_, atol=1e-10)
+    np.testing.assert_allclose(bias, ref.intercept_, atol=1e-10)
+    # with every fold underdetermined (110 features) the last fold alone chooses
+    rng = np.random.default_rng(7)
+    F = rng.normal(size=(120, 110))
+    y = F[:, :3] @ np.array([[1.0], [-0.5], [0.2]]) + 0.5 * rng.normal(size=(120, 1))
+    alpha = choice(F, y[:, 0], rows, lambda fit: len(fit) == 100)
+    assert alpha != choice(F, y[:, 0], rows, lambda fit: True)
+    ref = Ridge(alpha=alpha * 120).fit(F, y[:, 0])
+    np.testing.assert_allclose(ridge_skip(F, y, rows, 1)[0][0], ref.coef_, atol=1e-9)
+
+
 def test_ridge_skip_anchor_fits_the_ridge_relative_to_the_last_value():
     # anchor=(last, window): the ridge (penalty by the same forward-chaining folds) is
     # fitted to y - last on the window's values taken relative to the last value, and
