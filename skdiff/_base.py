@@ -1010,7 +1010,8 @@ class NeuralEstimatorBase(EstimatorBase):
         self.init_scores_ = np.array(scores)
 
     def _network_sizes(self):
-        return {k: v for k, v in self.get_params().items()
+        # a size resolved in fit ("auto") by its resolved value (n_layers_)
+        return {k: self.__dict__.get(f"{k}_", v) for k, v in self.get_params().items()
                 if k in ("hidden_dim", "n_layers", "n_heads", "ff_dim")}
 
     def _check_network_fits(self, data):
@@ -1037,12 +1038,14 @@ class NeuralEstimatorBase(EstimatorBase):
             probe = copy.copy(self)
             if hasattr(probe, "n_layers"):
                 probe.n_layers = n_layers
+                if "n_layers_" in probe.__dict__:  # the network is built from the resolved
+                    probe.n_layers_ = n_layers
             try:
                 with torch.device("meta"):
                     counts.append(sum(p.numel() for p in probe._build_module(data).parameters()))
             except Exception:  # a network the meta device cannot build: leave it to the build
                 return
-        n_layers = getattr(self, "n_layers", 1)
+        n_layers = self._network_sizes().get("n_layers", 1)
         n_params = counts[0] + (n_layers - 1) * (counts[1] - counts[0])
         if 4 * n_params > memory:
             raise MemoryError(
