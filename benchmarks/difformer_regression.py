@@ -24,6 +24,12 @@ Run (a few minutes on 2 CPU cores)::
     python benchmarks/difformer_regression.py --json benchmarks/results/difformer_regression.json
     python benchmarks/difformer_regression.py --task csbm --seeds 4 \
         --json benchmarks/results/difformer_regression_csbm.json
+
+``--set KEY=VALUE`` fits the DIFFormer methods with other parameters, e.g. ``--set
+n_layers=1`` for the depth the regressor takes on a table (``n_layers="auto"``)::
+
+    python benchmarks/difformer_regression.py --sizes 1000 --set n_layers=1 \
+        --json benchmarks/results/difformer_regression_one_layer.json
 """
 
 from __future__ import annotations
@@ -35,6 +41,7 @@ import numpy as np
 import torch
 from _defaults_tasks import sgc_features
 from _results import add_run_arguments, header, write_json
+from defaults import add_set_argument, parse_set
 from sklearn.linear_model import RidgeCV
 from sklearn.metrics import r2_score
 
@@ -62,8 +69,9 @@ def csbm_task(n, homophily, seed):
     return d.X, d.y, d.A, ~d.scored
 
 
-def run(X, y, A, lab, seed):
-    """{method: (R², seconds, MSE[, network kept])} on the unlabelled nodes."""
+def run(X, y, A, lab, seed, params=None):
+    """{method: (R², seconds, MSE[, network kept])} on the unlabelled nodes; ``params``: the
+    DIFFormer fits' parameters other than the defaults (``--set``)."""
     y_semi = np.where(lab, y, np.nan)
 
     def scored(pred, t0):
@@ -73,7 +81,8 @@ def run(X, y, A, lab, seed):
     out = {}
     for name, kw in (("difformer", {}), ("difformer_network", {"linear_fallback": False})):
         t0 = time.perf_counter()
-        reg = DIFFormerRegressor(random_state=seed, **kw).fit(X, y_semi, adjacency=A)
+        reg = DIFFormerRegressor(random_state=seed, **(params or {}), **kw).fit(
+            X, y_semi, adjacency=A)
         out[name] = scored(reg.transduction_[~lab], t0) + (bool(reg.network_used_),)
     alphas = np.logspace(-3, 3, 13)
     for name, F in (("ridge", X), ("ridge_2hop", sgc_features(X, A))):
@@ -92,18 +101,21 @@ def main(argv=None):
     p.add_argument("--homophily", type=float, nargs="+", default=[0.2, 0.6, 0.8, 0.9],
                    help="edge homophilies (csbm task; 100 labelled nodes)")
     p.add_argument("--seeds", type=int, default=3)
+    add_set_argument(p)
     add_run_arguments(p)
     args = p.parse_args(argv)
+    params = parse_set(p, args.set)
     torch.set_num_threads(args.threads)
-    doc = header("difformer_regression.py", args.threads, note=args.note, argv=argv)
+    doc = {**header("difformer_regression.py", args.threads, note=args.note, argv=argv),
+           "params": params}
     csbm = args.task == "csbm"
     sizes = args.sizes or ([2000] if csbm else [1000, 5000])
     rows = []
     print(f"{'n':>6s} {'setting':>9s} {'method':>17s} {'R2 (mean ± sd)':>16s} {'seconds':>8s}")
     for n in sizes:
         for setting in (args.homophily if csbm else args.labelled):
-            runs = [run(*(csbm_task(n, setting, s) if csbm else signal_task(n, setting, s)), s)
-                    for s in range(args.seeds)]
+            runs = [run(*(csbm_task(n, setting, s) if csbm else signal_task(n, setting, s)), s,
+                        params) for s in range(args.seeds)]
             for method in runs[0]:
                 r2 = np.array([r[method][0] for r in runs])
                 sec = np.mean([r[method][1] for r in runs])

@@ -852,6 +852,15 @@ CLAIMS = {
         "benchmarks/results/difformer_regression.json",
         "not in the paper (DIFFormerRegressor is an skdiff addition).",
         "rows: [{n, labelled, method, r2_mean, r2_std, seconds}]", _difformer_regression),
+    "difformer_regression_one_layer": Claim(
+        "Graph regression with one layer", "The graph regression above (1,000 nodes) with "
+        "n_layers=1, the depth DIFFormerRegressor's n_layers='auto' takes on a table: over a "
+        "graph one layer lost most of the network's fit, which is why 'auto' keeps four "
+        "layers there.", "difformer_regression_one_layer.json",
+        "python benchmarks/difformer_regression.py --sizes 1000 --set n_layers=1 --json "
+        "benchmarks/results/difformer_regression_one_layer.json",
+        "not in the paper (DIFFormerRegressor is an skdiff addition).",
+        "rows: [{n, labelled, method, r2_mean, r2_std, seconds}]", _difformer_regression),
     "difformer_regression_csbm": Claim(
         "Graph regression on block models", "R² on the unlabelled nodes of contextual "
         "stochastic block models (2,000 nodes, 100 labelled; the value is a level per block "
