@@ -319,7 +319,6 @@ DATASETS = (
     _ucr("BasicMotions", "dev"),
     _ucr("OSULeaf", "dev"),
     _ucr("PickupGestureWiimoteZ", "dev"),
-
     _ucr("ItalyPowerDemand", "heldout"),
     _ucr("ArrowHead", "heldout"),
     _ucr("JapaneseVowels", "heldout"),

@@ -173,8 +173,8 @@ dropout : float in [0, 1) or "auto"
     ``n_neighbors``), and 0 when every row is labelled and there is no graph: on fully
     labelled tabular data dropout made the network underfit (accuracy on held-out rows
     0.72 -> 0.99 on two circles, 0.74 -> 0.94 on ``make_hastie_10_2``; test MSE 6.2 ->
-    3.3 on Friedman #1 with four layers, though with one, the regressor's depth on a
-    table, 1.76 -> 2.03). The regressor then holds out validation rows
+    3.3 on Friedman #1 with four layers; with one, the regressor's depth on a table, it
+    rose 1.76 -> 2.03). The regressor then holds out validation rows
     (``early_stopping="auto"``) to calibrate its intervals, which without dropout would
     only know the errors on rows the network has seen, and keeps 0.2 when that split
     would hold fewer than 20 rows; with ``uncertainty="mc_dropout"``, whose spread is
