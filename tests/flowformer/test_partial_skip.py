@@ -64,18 +64,22 @@ def test_moments_solve_and_score_as_the_rows_themselves(rows):
     assert rest.n == 250
 
 
-def test_a_streamed_skip_is_the_ridge_of_every_row_with_the_prequential_penalty(rows):
+@pytest.mark.parametrize("n_first", [60, 10])
+def test_a_streamed_skip_is_the_ridge_of_every_row_with_the_prequential_penalty(rows, n_first):
+    # a first batch of 10 rows: the parts that follow it are scored only once more rows
+    # than the skip's 15 features came before them
     F, Y, w = rows
-    first = np.arange(60)
+    first = np.arange(n_first)
     *_, state = ridge_skip(F, Y, first, 4, weights=w, anchor=ANCHOR, return_state=True)
     given = copy.deepcopy(state)
-    batches = [np.arange(60 + 40 * i, 100 + 40 * i) for i in range(8)]
+    batches = [np.arange(n_first + 40 * i, n_first + 40 * (i + 1)) for i in range(8)]
     for batch in batches:
         skip, _, state = updated_ridge_skip(state, F[batch], Y[batch], w[batch],
                                             row_hashes(F[batch], Y[batch]))
     # the caller's state is left as it was (a failed partial_fit restores the old one)
-    assert given.moments.n == 60 and not given.errors.any()
-    assert state.moments.n == 380
+    assert given.moments.n == n_first and not given.errors.any()
+    n = n_first + 320
+    assert state.moments.n == n
     # slow reference of the penalty: every part of every batch (up to RIDGE_SPLITS parts)
     # scored by each penalty's ridge of all the rows before it, squared errors summed
     A, Z = _anchored(F, Y)
@@ -84,18 +88,19 @@ def test_a_streamed_skip_is_the_ridge_of_every_row_with_the_prequential_penalty(
     for batch in batches:
         for part in np.array_split(batch, min(RIDGE_SPLITS, len(batch))):
             for i, alpha in enumerate(RIDGE_PENALTIES):
-                pred = _ridge(A[seen], Z[seen], w[seen], alpha).predict(A[part])
-                errors[i] += w[part] @ ((pred - Z[part]) ** 2).mean(1)
+                if len(seen) > A.shape[1]:
+                    pred = _ridge(A[seen], Z[seen], w[seen], alpha).predict(A[part])
+                    errors[i] += w[part] @ ((pred - Z[part]) ** 2).mean(1)
             seen += list(part)
     np.testing.assert_allclose(state.errors, errors, rtol=1e-6)
     alpha = RIDGE_PENALTIES[int(np.argmin(errors))]
     assert state.alpha == alpha
-    # the skip: the anchored ridge of all 380 rows, as the same map of the features
-    ref = _ridge(A[:380], Z[:380], w[:380], alpha)
-    pred = F[:380] @ skip[0][:2].T + skip[1][:2]
-    np.testing.assert_allclose(pred, ref.predict(A[:380]) + F[:380, 2:3], atol=1e-7)
+    # the skip: the anchored ridge of all rows, as the same map of the features
+    ref = _ridge(A[:n], Z[:n], w[:n], alpha)
+    pred = F[:n] @ skip[0][:2].T + skip[1][:2]
+    np.testing.assert_allclose(pred, ref.predict(A[:n]) + F[:n, 2:3], atol=1e-7)
     # the Gaussian head's variance biases: the ridge's residual variances
-    resid = w[:380] @ (ref.predict(A[:380]) - Z[:380]) ** 2 / w[:380].sum()
+    resid = w[:n] @ (ref.predict(A[:n]) - Z[:n]) ** 2 / w[:n].sum()
     np.testing.assert_allclose(np.log1p(np.exp(skip[1][2:])), resid, rtol=1e-7)
 
 
