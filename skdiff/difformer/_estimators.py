@@ -147,17 +147,18 @@ qk_norm : {"global", "row"}
     Frobenius norm of the whole tensor (the official code), ``"row"`` normalises every
     row (the paper's equations).
 n_layers : int or "auto"
-    Diffusion layers. ``"auto"`` (the regressor's default): 4 when the rows form a graph
-    (an ``adjacency`` or a ``graph`` given to ``fit``, or the classifier's
-    ``n_neighbors`` graph), 1 without one (``n_layers_``). Every layer moves each row's
-    state a step ``alpha`` toward the attention's weighted average of all rows: over a
-    graph the layers are the hops along which the graph term carries information, while
-    without one stacked layers mostly blur the rows together (at ``alpha=0.5`` a row keeps
-    1/16 of its own state after four). On tables without a graph one layer fitted better:
-    the regressor's test squared error on 750 rows of ``make_friedman2`` fell from 0.012
-    to 0.002 of the targets' variance, on products of two features from 0.54-0.62 to
-    0.20-0.23, while over a graph one layer lost most of the network's fit (R² 0.86 ->
-    0.48 on a smooth field over a 6-nearest-neighbour graph).
+    Diffusion layers. ``"auto"``: 4 when the rows form a graph (an ``adjacency`` or a
+    ``graph`` given to ``fit``, or the graph the classifier builds for a semi-supervised
+    table, ``n_neighbors``), 1 without one, as on a fully labelled table (``n_layers_``).
+    Every layer moves each row's state a step ``alpha`` toward the attention's weighted
+    average of all rows: over a graph the layers are the hops along which the graph term
+    carries information, while without one stacked layers mostly blur the rows together
+    (at ``alpha=0.5`` a row keeps 1/16 of its own state after four). On tables without a
+    graph one layer fitted better: the regressor's test squared error on 750 rows of
+    ``make_friedman2`` fell from 0.012 to 0.002 of the targets' variance, on products of
+    two features from 0.54-0.62 to 0.20-0.23, while over a graph one layer lost most of
+    the network's fit (R² 0.86 -> 0.48 on a smooth field over a 6-nearest-neighbour
+    graph).
 hidden_dim : int
     Width of the hidden state (and of each head).
 n_heads : int
@@ -171,10 +172,11 @@ dropout : float in [0, 1) or "auto"
     ``uncertainty="mc_dropout"``). ``"auto"``: 0.2 when labels are scarce, that is when
     some rows are unlabelled or the rows form a graph (given, or built by
     ``n_neighbors``), and 0 when every row is labelled and there is no graph: on fully
-    labelled tabular data dropout made the network underfit (accuracy on held-out rows
-    0.72 -> 0.99 on two circles, 0.74 -> 0.94 on ``make_hastie_10_2``; test MSE 6.2 ->
-    3.3 on Friedman #1 with four layers; with one, the regressor's depth on a table, it
-    rose 1.76 -> 2.03). The regressor then holds out validation rows
+    labelled tabular data dropout made a network of four layers underfit (accuracy on
+    held-out rows 0.72 -> 0.99 on two circles, 0.74 -> 0.94 on ``make_hastie_10_2``; test
+    MSE 6.2 -> 3.3 on Friedman #1); with one layer, the depth ``n_layers="auto"`` takes
+    on a table, dropout hurt less or helped (circles 0.99 either way; Friedman #1 1.76
+    with it, 2.03 without). The regressor then holds out validation rows
     (``early_stopping="auto"``) to calibrate its intervals, which without dropout would
     only know the errors on rows the network has seen, and keeps 0.2 when that split
     would hold fewer than 20 rows; with ``uncertainty="mc_dropout"``, whose spread is
@@ -1149,10 +1151,11 @@ class DIFFormerClassifier(ClassifierTask, _DIFFormerBase):
 
     _WARM_START_FREE = _DIFFormerBase._WARM_START_FREE | {"weight_averaging"}
 
-    def __init__(self, *, feature_scaling="auto", kernel="simple", qk_norm="global", n_layers=4,
-                 hidden_dim=64, n_heads=1, alpha=0.5, dropout="auto", graph_weight="auto",
-                 value_projection=False, attention_scope="all", block_size=1024, unlabelled=-1,
-                 class_weight=None, n_neighbors="auto", label_propagation="auto",
+    def __init__(self, *, feature_scaling="auto", kernel="simple", qk_norm="global",
+                 n_layers="auto", hidden_dim=64, n_heads=1, alpha=0.5, dropout="auto",
+                 graph_weight="auto", value_projection=False, attention_scope="all",
+                 block_size=1024, unlabelled=-1, class_weight=None, n_neighbors="auto",
+                 label_propagation="auto",
                  propagation_alpha=0.9, propagation_network_weight="auto",
                  weight_averaging=False, logistic_start=False,
                  max_epochs=300, lr=3e-3, weight_decay=5e-3, batch_size=None, early_stopping="auto",

@@ -94,8 +94,9 @@ def test_an_average_with_a_higher_training_loss_is_not_kept():
     Xtr, Xte, ytr, yte = train_test_split(X, (y > 0).astype(int), test_size=0.25,
                                           random_state=0, stratify=y)
 
-    def fit(**kwargs):
-        return DIFFormerClassifier(random_state=0, device="cpu", **kwargs).fit(Xtr, ytr)
+    def fit(**kwargs):  # four layers, the depth this schedule of losses was measured at
+        return DIFFormerClassifier(n_layers=4, random_state=0, device="cpu", **kwargs).fit(
+            Xtr, ytr)
 
     last = fit(weight_averaging=False,
                callbacks=[RestoreLowestLoss(tolerance=np.inf)]).score(Xte, yte)
@@ -835,18 +836,26 @@ def test_auto_dropout_is_off_for_fully_labelled_rows_only(planted):
 
 def test_auto_dropout_fits_nonlinear_fully_labelled_data():
     """Two noisy concentric circles, every row labelled (the defaults benchmark's circles
-    row): with dropout 0.2 on every layer the network underfits (test accuracy 0.72);
-    ``"auto"`` trains it without dropout and separates them as well as gradient boosting
-    (0.99)."""
+    row): with dropout 0.2 on each of four layers the network underfits (test accuracy
+    0.72); ``"auto"`` trains it without dropout and separates them as well as gradient
+    boosting (0.99). (With one layer, the default depth on a table, dropout does not hurt
+    here: 0.99 either way.)"""
     from sklearn.datasets import make_circles
     from sklearn.model_selection import train_test_split
 
     X, y = make_circles(1000, noise=0.1, factor=0.5, random_state=404)
     Xtr, Xte, ytr, yte = train_test_split(X, y, test_size=0.25, random_state=0, stratify=y)
-    auto = DIFFormerClassifier(random_state=0, device="cpu").fit(Xtr, ytr)
+    auto = DIFFormerClassifier(n_layers=4, random_state=0, device="cpu").fit(Xtr, ytr)
     assert auto.score(Xte, yte) > 0.97
-    old = DIFFormerClassifier(dropout=0.2, random_state=0, device="cpu").fit(Xtr, ytr)
+    old = DIFFormerClassifier(n_layers=4, dropout=0.2, random_state=0, device="cpu").fit(
+        Xtr, ytr)
     assert old.score(Xte, yte) < 0.9
+    default = DIFFormerClassifier(random_state=0, device="cpu").fit(Xtr, ytr)
+    assert default.n_layers_ == 1 and default.dropout_ == 0 and default.score(Xte, yte) > 0.97
+    # a semi-supervised table gets its 10-nearest-neighbour graph, and four layers over it
+    semi = DIFFormerClassifier(max_epochs=2, random_state=0, device="cpu").fit(
+        Xtr, np.where(np.arange(len(ytr)) % 2 == 0, ytr, -1))
+    assert semi.n_neighbors_ == 10 and semi.n_layers_ == 4 and semi.module_.n_layers == 4
 
 
 def test_sample_posterior_without_dropout_warns_and_repeats_the_prediction(planted):
