@@ -93,20 +93,6 @@ MIN_FALLBACK_ROWS = 5
 #: five statecrime seeds through, 3.4 times the ridge's on the test rows.)
 FALLBACK_MARGIN_SE = 2.0
 
-
-def fallback_margin(n_rows):
-    """The margin, in standard errors, by which the network's validation MSE must beat the
-    ridge's on ``n_rows`` validation rows: ``FALLBACK_MARGIN_SE`` standard errors of a
-    normal mean, widened to the Student-t quantile of the same one-sided level with
-    ``n_rows - 1`` degrees of freedom, since the standard error of a few rows is itself
-    uncertain (2.87 for 5 rows, 2.32 for 10, 2.14 for 20, 2.02 for 160). On a table of 38
-    training rows (5 validation rows) two standard errors kept, in one seed of five, a
-    network with 3.4 times the ridge's test error; the widened margin kept the ridge."""
-    from scipy import stats
-
-    level = stats.norm.cdf(FALLBACK_MARGIN_SE)
-    return float(stats.t.ppf(level, max(int(n_rows) - 1, 1)))
-
 #: ``partial_fit`` trains every call on the call's rows and on the distinct rows of earlier
 #: calls, up to this many (a uniform sample of them beyond, see :class:`~skdiff._rows.KeptRows`).
 PARTIAL_FIT_MAX_ROWS = 10_000
@@ -1453,9 +1439,7 @@ class DIFFormerRegressor(RegressorTask, _DIFFormerBase):
         rows a network on the targets can learn more (twice the training time). After
         training the network is kept only if it lowers the validation rows' mean squared
         error below the ridge's by more than two standard errors: its epoch was chosen on
-        those rows, which makes its error there optimistic (``FALLBACK_MARGIN_SE``). With
-        few validation rows the margin widens to the Student-t quantile of the same level
-        (:func:`fallback_margin`: 2.87 standard errors for 5 rows, 2.14 for 20). Given an
+        those rows, which makes its error there optimistic (``FALLBACK_MARGIN_SE``). Given an
         adjacency the ridge reads beside the features their 2-hop SGC average over the
         graph (Wu et al., 2019: the linear model of the nodes of a graph), as it is or
         standardised over the graph's nodes, whichever has the lower leave-one-out error on
@@ -1766,12 +1750,11 @@ class DIFFormerRegressor(RegressorTask, _DIFFormerBase):
         err_net = self._squared_errors(outputs, data, valid)
         err_ridge = ((ridge.predict(features[valid]).reshape(-1, k) - targets[valid]) ** 2
                      ).mean(1)
-        margin = fallback_margin(np.count_nonzero(w > 0))
-        better, mean, se = beats_by_se(err_net, err_ridge, w, n_se=margin)
+        better, mean, se = beats_by_se(err_net, err_ridge, w, n_se=FALLBACK_MARGIN_SE)
         if self.verbose:
             print(f"linear_fallback: the network's validation MSE is {abs(mean):.4f} "
                   f"{'below' if mean < 0 else 'above'} the ridge's (standard error {se:.4f}; "
-                  f"kept beyond {margin:.2f} of them): "
+                  f"kept beyond {FALLBACK_MARGIN_SE:g}): "
                   f"{'network kept' if better else 'ridge used'}")
         if better:
             self.linear_fallback_ = ridge
