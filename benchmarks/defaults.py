@@ -213,7 +213,9 @@ def _gp(kernel, ls, noise, split, units="arbitrary", quick=False):
 # go to one side, and every family has rows on both sides. Cora, ETTh1 OT, digits and the
 # SE-kernel GP tasks, on which the current defaults were tuned, are dev. Lengthscales are
 # relative to the width of the input interval; noise is a standard deviation relative to
-# the signal's. Do not move a row from held-out to dev after seeing its result.
+# the signal's. Do not move a row from held-out to dev after seeing its result. Rows
+# marked LATE joined after the defaults were fixed, to check how they carry over to data no
+# default was chosen on; the held-out part never grows, so they are dev rows.
 DATASETS = (
     # tabular classification (DIFFormerClassifier)
     *_tab("digits", "dev", 10, quick=True),
@@ -227,8 +229,7 @@ DATASETS = (
     *_tab("wine", "heldout", 5),
     *_tab("iris", "heldout", 5, quick=True),
     *_tab("blobs4", "heldout", 20),
-    # Gaussian shells: joined after the defaults were fixed, to check how they carry over to
-    # data no default was chosen on (the held-out part never grows, so they join dev)
+    # Gaussian shells (a LATE row)
     *_tab("quantiles", "dev", 20),
     # tabular regression (DIFFormerRegressor, when importable)
     *_tab("friedman1", "dev", 50, regression=True),
@@ -240,9 +241,7 @@ DATASETS = (
     # rows was chosen to guard
     _tab_full("statecrime", "dev", regression=True),
     *_tab("diabetes", "heldout", 50, regression=True),
-    # a smooth generator and a panel of firms: joined after the defaults were fixed, to
-    # check how they carry over to data no default was chosen on (the held-out part never
-    # grows, so they join dev)
+    # a smooth generator and a panel of firms (LATE rows)
     _tab_full("friedman3", "dev", regression=True),
     _tab_full("grunfeld", "dev", regression=True),
     # graphs: Cora and contextual stochastic block models (5 classes, mean degree 8,
@@ -301,15 +300,12 @@ DATASETS = (
     _series("statsmodels", "macrodata", 16, 4, 4, "heldout", column="unemp"),
     _series("aeon", "lynx", 20, 5, 10, "heldout"),
     _series("aeon", "uschange_consumption", 16, 4, 4, "heldout"),
-    # a monthly index and four quarterly rates: joined after the defaults were fixed, to
-    # check how they carry over to data no default was chosen on (the held-out part never
-    # grows, so they join dev)
+    # a monthly index and four quarterly rates (LATE rows)
     _series("statsmodels", "elec_equip", 36, 12, 12, "dev"),
     *(_series("aeon", f"uschange_{c}", 16, 4, 4, "dev")
       for c in ("income", "production", "savings", "unemployment")),
     # sequence regression (FlowformerRegressor: one value per series), the extrinsic
-    # regression sets bundled with aeon: joined the dev part after the defaults were fixed
-    # (no default was chosen on them; the held-out part never grows)
+    # regression sets bundled with aeon (LATE rows)
     Dataset("series", "Covid3Month (sequence regression)", "dev", "seq_reg", data.tser,
             dict(name="covid_3month")),
     Dataset("series", "CardanoSentiment (sequence regression)", "dev", "seq_reg",
@@ -323,8 +319,7 @@ DATASETS = (
     _ucr("ArrowHead", "heldout"),
     _ucr("JapaneseVowels", "heldout"),
     _ucr("ACSF1", "heldout"),
-    # a small UCR set: joined after the defaults were fixed, to check how they carry over to
-    # data no default was chosen on (the held-out part never grows, so they join dev)
+    # a small UCR set (a LATE row)
     _ucr("UnitTest", "dev"),
     # functions (NDPRegressor as a GaussianProcessRegressor drop-in): 3-12 context points,
     # 50 query points over the interval; "arbitrary units": x in [0, 1000], y * 1e-3 + 0.37

@@ -76,8 +76,8 @@ def _penalty(F_all, ys, w_all, rows, eye):
     votes whatever its size): its ridge is underdetermined, so every small penalty fits
     its rows exactly and extrapolates wildly, and the fold would push the choice toward
     the largest penalty for a fit on all rows that is not underdetermined. (On a monthly
-    series of 159 windows of 36 steps, the first fold's 29 rows chose a penalty 10 times
-    the one the other four folds chose, and raised the test MSE by 60 %.)"""
+    series of 159 windows of 36 steps, the five folds with the first one's 29 rows chose
+    a penalty 10 times the one the other four chose alone, and a test MSE 60 % higher.)"""
     n_splits = _n_folds(len(rows))
     if n_splits < 2:
         return 1e-3
