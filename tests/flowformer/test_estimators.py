@@ -586,17 +586,18 @@ def test_window_skip_uses_the_encoder_only_where_it_lowers_the_validation_mse():
     kw = dict(hidden_dim=16, n_heads=2, n_layers=1, max_epochs=40, lr=3e-3, random_state=0,
               device="cpu", early_stopping=True)
     rng = np.random.default_rng(0)
-    # a target no linear forecast reads (|difference of the last two steps|): the encoder's
-    # correction is kept and beats the ridge start by far
-    X = rng.normal(size=(500, 12))
-    y = np.abs(X[:, -1] - X[:, -2]) + 0.05 * rng.normal(size=500)
-    nonlinear = FlowformerRegressor(**kw).fit(X[:400], y[:400])
-    ridge = Ridge().fit(X[:400], y[:400]).score(X[400:], y[400:])
+    # a target no linear forecast reads (|last step|): the encoder's correction is kept and
+    # beats the ridge start by far (R² 0.72 against 0.02; it passes the test by 4 standard
+    # errors of its 100 validation rows, where two are needed)
+    X = rng.normal(size=(1100, 12))
+    y = np.abs(X[:, -1]) + 0.05 * rng.normal(size=1100)
+    nonlinear = FlowformerRegressor(**kw).fit(X[:1000], y[:1000])
+    ridge = Ridge().fit(X[:1000], y[:1000]).score(X[1000:], y[1000:])
     assert nonlinear.encoder_used_
-    assert nonlinear.score(X[400:], y[400:]) > ridge + 0.2
+    assert nonlinear.score(X[1000:], y[1000:]) > ridge + 0.5
     # the decision compares the two forecasts on the validation rows (the last 10 % of the
-    # rows, in order): the encoder is kept only when it lowers their MSE by more than one
-    # standard error of the per-row difference, and predict follows the decision
+    # rows, in order): the encoder is kept only when it lowers their MSE by more than two
+    # standard errors of the per-row difference, and predict follows the decision
     X = rng.normal(size=(150, 12))
     y = X @ rng.normal(size=12) + rng.normal(size=150)
     decisions = []
@@ -605,7 +606,7 @@ def test_window_skip_uses_the_encoder_only_where_it_lowers_the_validation_mse():
         e_net, e_skip = (_validation_errors(est, X[135:], y[135:], encoder=e)
                          for e in (True, False))
         diff = e_net - e_skip
-        margin = -diff.mean() - diff.std() / np.sqrt(len(diff))
+        margin = -diff.mean() - 2.0 * diff.std() / np.sqrt(len(diff))
         assert est.encoder_used_ == (margin > 0)
         if not est.encoder_used_:
             np.testing.assert_array_equal(e_net, e_skip)  # the correction's rows are zero
@@ -676,7 +677,7 @@ def test_encoder_check_uses_the_diebold_mariano_standard_error():
                 skip = (((est.predict(X[valid]) - y[valid]) / est.y_scale_) ** 2).mean(1)
                 diff = errors - skip
                 np.testing.assert_allclose(diff - diff.mean(), dev, atol=1e-8)
-                assert -diff.mean() > se
+                assert -diff.mean() > 2.0 * se
             else:  # dropped: the correction's rows of the head are zero
                 assert not est.module_.head.weight[:6].any() and \
                     not est.module_.head.bias[:6].any()
