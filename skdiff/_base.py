@@ -274,6 +274,10 @@ class FitData:
     train_only : ndarray of int or None
         Rows that are trained on but never held out (rows an earlier ``partial_fit`` call
         gave and was trained on, which could not score this call's epochs fairly).
+    epochs : int or None
+        The most epochs this call trains (1 for ``partial_fit``); set by ``_fit``. Early
+        stopping picks among them on the validation rows, which flatters the kept epoch
+        there the more, the more epochs it chose from.
     """
 
     rows: np.ndarray
@@ -282,6 +286,7 @@ class FitData:
     extra: dict = field(default_factory=dict)
     continued: bool = False
     train_only: np.ndarray | None = None
+    epochs: int | None = None
 
     def __getattr__(self, name):
         try:
@@ -852,6 +857,7 @@ class NeuralEstimatorBase(EstimatorBase):
             train, valid = self._validation_rows(data)
             train_ds, valid_ds = self._make_datasets(data, train, valid)
             epochs = 1 if partial else None
+            data.epochs = epochs or self.max_epochs
             if warm:
                 data.continued = True
                 self._continue_module(data, train, valid, partial)

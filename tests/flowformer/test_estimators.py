@@ -686,6 +686,40 @@ def test_encoder_check_uses_the_diebold_mariano_standard_error():
     assert any(used) and not all(used)  # both outcomes occur among these seeds
 
 
+def test_encoder_check_margin_is_two_standard_errors_after_many_epochs_one_after_one():
+    """Early stopping picks the epoch on the validation rows the check then judges: a call
+    that chose among many epochs must win by two standard errors, a call of a single epoch
+    (``partial_fit``, ``max_epochs=1``) by one; encoder_used_ follows the margin."""
+    import skdiff.flowformer._estimators as flow_module
+    from skdiff._tasks import beats_by_se
+
+    assert flow_module.CORRECTION_MARGIN_SE == 2.0
+    calls = []
+
+    def spy(err, err_simple, w, n_se=1.0, **kwargs):
+        out = beats_by_se(err, err_simple, w, n_se=n_se, **kwargs)
+        calls.append((n_se, out))
+        return out
+
+    rng = np.random.default_rng(5)
+    X = rng.normal(size=(300, 12))
+    y = np.abs(X[:, -1]) + 0.3 * rng.normal(size=300)
+    kw = dict(hidden_dim=16, n_heads=2, n_layers=1, lr=3e-3, device="cpu", random_state=0)
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setattr(flow_module, "beats_by_se", spy)
+        fitted = FlowformerRegressor(**kw, max_epochs=5).fit(X, y)
+        assert calls[-1][0] == 2.0
+        one = FlowformerRegressor(**kw, max_epochs=1).fit(X, y)
+        assert calls[-1][0] == 1.0
+        stream = FlowformerRegressor(**kw)
+        for start in range(0, 300, 100):
+            stream.partial_fit(X[start:start + 100], y[start:start + 100])
+            assert calls[-1][0] == 1.0
+    for est, (n_se, (decision, mean, se)) in zip((fitted, one, stream),
+                                                 (calls[0], calls[1], calls[-1])):
+        assert est.encoder_used_ == decision == (-mean > n_se * se)
+
+
 def test_ridge_skip_penalty_is_chosen_by_forward_chaining_folds():
     # the skip's ridge equals scikit-learn's Ridge with the penalty whose summed validation
     # MSE over TimeSeriesSplit(5) folds is lowest (penalties relative to each fold's rows)
