@@ -1715,8 +1715,9 @@ class DIFFormerRegressor(RegressorTask, _DIFFormerBase):
 
     def _fallback_outputs(self, outputs, data, train, valid):
         """Compare the network with a ridge fitted to the training rows; keep the network's
-        outputs if its means beat the ridge's on the validation rows by more than one
-        standard error, else the ridge's outputs for every fitted row.
+        outputs if its means beat the ridge's on the validation rows by more than
+        ``FALLBACK_MARGIN_SE`` (two) standard errors, else the ridge's outputs for every
+        fitted row.
 
         The ridge that then predicts is refitted to all labelled rows (training and
         validation), as a user's ``RidgeCV`` would be, and its variance is its mean
