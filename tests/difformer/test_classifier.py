@@ -105,7 +105,9 @@ def test_an_average_with_a_higher_training_loss_is_not_kept():
     guard = WeightAveraging(0.98)
     guarded = fit(weight_averaging=False, callbacks=[guard]).score(Xte, yte)
     assert last > 0.85 and blind < last - 0.1
-    assert not guard.averaged_ and guard.losses_[1] > 2 * guard.losses_[0]
+    # the average's training loss is about twice the last weights' (1.99-2.0 times, by the
+    # last digits of the installed numerical libraries): the guard compares the two
+    assert not guard.averaged_ and guard.losses_[1] > 1.5 * guard.losses_[0]
     assert guarded == last
     default = fit(weight_averaging=True)
     assert default.weights_averaged_ and default.score(Xte, yte) >= last
