@@ -308,6 +308,28 @@ class RowDataset(Dataset):
         return self.X[i], {"y": self.y[i], "w": self.w[i]}
 
 
+_MACHINE_MEMORY = "this machine's {:.3g} GiB of memory"
+
+
+def _memory_available():
+    """(bytes, description) of the memory a process may use: the machine's physical
+    memory, or the process's address-space limit (``ulimit -v``, ``resource.RLIMIT_AS``)
+    where that is lower; ``(None, None)`` where the physical memory cannot be read. The
+    description formats the size in GiB."""
+    try:
+        memory = os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")
+    except (AttributeError, ValueError, OSError):
+        return None, None
+    try:
+        import resource  # POSIX only
+        limit = resource.getrlimit(resource.RLIMIT_AS)[0]
+    except (ImportError, AttributeError, ValueError, OSError):
+        return memory, _MACHINE_MEMORY
+    if limit == resource.RLIM_INFINITY or not 0 < limit < memory:
+        return memory, _MACHINE_MEMORY
+    return limit, "this process's address-space limit of {:.3g} GiB"
+
+
 @fill_doc()
 class EstimatorBase(BaseEstimator):
     """What every skdiff estimator shares, trained or not: parameter validation, device,
@@ -1021,17 +1043,18 @@ class NeuralEstimatorBase(EstimatorBase):
                 if k in ("hidden_dim", "n_layers", "n_heads", "ff_dim")}
 
     def _check_network_fits(self, data):
-        """Refuse a network whose weights alone exceed the machine's memory, before building
-        it (a network of millions of layers would otherwise take an hour to build and fail).
+        """Refuse a network whose weights alone exceed the memory this process may use (the
+        machine's, or the process's address-space limit where that is lower), before
+        building it (a network of millions of layers would otherwise take an hour to build
+        and fail).
 
         The parameter count is extrapolated from networks of one and two layers built on
         PyTorch's ``meta`` device (shapes only, no memory). That build costs about a second
         the first time in a process (PyTorch loads its meta kernels), so it runs only when a
         first-order count of the size parameters comes within 1/16 of the memory.
         """
-        try:
-            memory = os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")
-        except (AttributeError, ValueError, OSError):  # no sysconf (Windows): not checked
+        memory, where = _memory_available()
+        if memory is None:  # no sysconf (Windows): not checked
             return
         sizes = {k: v or 0 for k, v in self._network_sizes().items()}
         width = sizes.get("hidden_dim", 0)
@@ -1056,8 +1079,8 @@ class NeuralEstimatorBase(EstimatorBase):
         if 4 * n_params > memory:
             raise MemoryError(
                 f"The network would hold {n_params:.3g} parameters ({4 * n_params / 2**30:.3g} "
-                f"GiB as float32, before gradients and optimiser state), more than this "
-                f"machine's {memory / 2**30:.3g} GiB of memory; its size comes from "
+                f"GiB as float32, before gradients and optimiser state), more than "
+                f"{where.format(memory / 2**30)}; its size comes from "
                 f"{self._network_sizes()}: lower them.")
 
     def _build_checked(self, data):

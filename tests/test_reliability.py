@@ -567,6 +567,25 @@ def test_a_network_larger_than_memory_is_refused_before_it_is_built(series, cls,
         cls(max_epochs=1, **params).fit(X[:20], y[:20])
 
 
+def test_a_network_larger_than_the_address_space_limit_is_refused_before_it_is_built(
+        series, monkeypatch):
+    # 10**7 layers of width 8 (over 2.5 GB of weights) fit in a machine's memory but not
+    # in a process limited to 2 GiB of address space (ulimit -v): refused from the limit
+    # at once, not after minutes of building up to a MemoryError
+    import resource
+
+    X, y = series
+    real = resource.getrlimit
+
+    def limited(which):
+        return (2**31, resource.RLIM_INFINITY) if which == resource.RLIMIT_AS else real(which)
+
+    monkeypatch.setattr(resource, "getrlimit", limited)
+    with pytest.raises(MemoryError, match=r"more than this process's address-space limit of "
+                                          r"2 GiB; its size comes from .*'n_layers': 10000000"):
+        DIFFormerRegressor(hidden_dim=8, n_layers=10**7, max_epochs=1).fit(X[:20], y[:20])
+
+
 @pytest.mark.parametrize("cls", [FlowformerRegressor, DIFFormerRegressor])
 @pytest.mark.parametrize("scale", [1e-50, 1e300])
 def test_sample_weights_of_any_common_scale_give_the_unweighted_fit(series, cls, scale):
