@@ -311,23 +311,60 @@ class RowDataset(Dataset):
 _MACHINE_MEMORY = "this machine's {:.3g} GiB of memory"
 
 
+def _cgroup_memory_limit(root="/sys/fs/cgroup", proc="/proc/self/cgroup"):
+    """Bytes of the memory limit of this process's control group, the limit a container
+    (Docker, Kubernetes, a batch scheduler) sets: cgroup v2's ``memory.max`` or v1's
+    ``memory.limit_in_bytes``, read for the process's own group (``proc``) and at the
+    mount point ``root`` (which is the process's group inside a container with its own
+    cgroup namespace). ``None`` where no limit is set or none can be read."""
+    files = [os.path.join(root, "memory.max"),
+             os.path.join(root, "memory", "memory.limit_in_bytes")]
+    try:
+        with open(proc) as lines:
+            for line in lines:  # "hierarchy-id:controllers:path"
+                hierarchy, controllers, path = line.rstrip("\n").split(":", 2)
+                path = path.lstrip("/")
+                if hierarchy == "0" and not controllers:  # cgroup v2's unified hierarchy
+                    files.append(os.path.join(root, path, "memory.max"))
+                elif "memory" in controllers.split(","):  # cgroup v1's memory controller
+                    files.append(os.path.join(root, "memory", path, "memory.limit_in_bytes"))
+    except (OSError, ValueError):
+        pass
+    limits = []
+    for name in files:
+        try:
+            with open(name) as f:
+                text = f.read().strip()
+        except OSError:
+            continue
+        # "max" (v2) or a page-rounded 2**63 (v1) means no limit
+        if text.isdigit() and 0 < int(text) < 2**60:
+            limits.append(int(text))
+    return min(limits) if limits else None
+
+
 def _memory_available():
     """(bytes, description) of the memory a process may use: the machine's physical
-    memory, or the process's address-space limit (``ulimit -v``, ``resource.RLIMIT_AS``)
-    where that is lower; ``(None, None)`` where the physical memory cannot be read. The
-    description formats the size in GiB."""
+    memory, or where lower the process's address-space limit (``ulimit -v``,
+    ``resource.RLIMIT_AS``) or its control group's memory limit (a container's,
+    :func:`_cgroup_memory_limit`); ``(None, None)`` where the physical memory cannot be
+    read. The description formats the size in GiB."""
     try:
         memory = os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")
     except (AttributeError, ValueError, OSError):
         return None, None
+    found = [(memory, _MACHINE_MEMORY)]
     try:
         import resource  # POSIX only
         limit = resource.getrlimit(resource.RLIMIT_AS)[0]
+        if limit != resource.RLIM_INFINITY and limit > 0:
+            found.append((limit, "this process's address-space limit of {:.3g} GiB"))
     except (ImportError, AttributeError, ValueError, OSError):
-        return memory, _MACHINE_MEMORY
-    if limit == resource.RLIM_INFINITY or not 0 < limit < memory:
-        return memory, _MACHINE_MEMORY
-    return limit, "this process's address-space limit of {:.3g} GiB"
+        pass
+    limit = _cgroup_memory_limit()
+    if limit is not None:
+        found.append((limit, "this container's memory limit (cgroup) of {:.3g} GiB"))
+    return min(found, key=lambda pair: pair[0])
 
 
 @fill_doc()
@@ -1044,7 +1081,7 @@ class NeuralEstimatorBase(EstimatorBase):
 
     def _check_network_fits(self, data):
         """Refuse a network whose weights alone exceed the memory this process may use (the
-        machine's, or the process's address-space limit where that is lower), before
+        machine's, or the process's address-space or container limit where lower), before
         building it (a network of millions of layers would otherwise take an hour to build
         and fail).
 

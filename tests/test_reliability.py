@@ -586,6 +586,47 @@ def test_a_network_larger_than_the_address_space_limit_is_refused_before_it_is_b
         DIFFormerRegressor(hidden_dim=8, n_layers=10**7, max_epochs=1).fit(X[:20], y[:20])
 
 
+def test_a_network_larger_than_the_container_memory_limit_is_refused_before_it_is_built(
+        series, monkeypatch):
+    # the same network under a container's 2 GiB cgroup limit (memory.max) and no ulimit
+    import skdiff._base as base
+
+    X, y = series
+    monkeypatch.setattr(base, "_cgroup_memory_limit", lambda: 2**31)
+    with pytest.raises(MemoryError, match=r"more than this container's memory limit "
+                                          r"\(cgroup\) of 2 GiB; its size comes from "
+                                          r".*'n_layers': 10000000"):
+        DIFFormerRegressor(hidden_dim=8, n_layers=10**7, max_epochs=1).fit(X[:20], y[:20])
+
+
+@pytest.mark.parametrize("version, content, expected", [
+    ("v2", "3221225472\n", 3 * 2**30),
+    ("v2", "max\n", None),
+    ("v1", "2147483648\n", 2**31),
+    ("v1", "9223372036854771712\n", None),  # v1's "no limit": 2**63 rounded to pages
+])
+def test_the_cgroup_memory_limit_is_read_for_the_process_group(tmp_path, version, content,
+                                                               expected):
+    from skdiff._base import _cgroup_memory_limit
+
+    proc = tmp_path / "cgroup"
+    if version == "v2":
+        proc.write_text("0::/jobs/job7\n")
+        limit = tmp_path / "jobs" / "job7" / "memory.max"
+    else:
+        proc.write_text("5:cpu,cpuacct:/\n4:memory:/jobs/job7\n")
+        limit = tmp_path / "memory" / "jobs" / "job7" / "memory.limit_in_bytes"
+    limit.parent.mkdir(parents=True)
+    limit.write_text(content)
+    assert _cgroup_memory_limit(root=str(tmp_path), proc=str(proc)) == expected
+    # a limit at the mount point (a container's own cgroup namespace) counts too, the
+    # lower one winning
+    (tmp_path / "memory.max").write_text(f"{2**30}\n")
+    assert _cgroup_memory_limit(root=str(tmp_path), proc=str(proc)) == 2**30
+    # nothing to read: no limit
+    assert _cgroup_memory_limit(root=str(tmp_path / "none"), proc=str(tmp_path / "no")) is None
+
+
 @pytest.mark.parametrize("cls", [FlowformerRegressor, DIFFormerRegressor])
 @pytest.mark.parametrize("scale", [1e-50, 1e300])
 def test_sample_weights_of_any_common_scale_give_the_unweighted_fit(series, cls, scale):
