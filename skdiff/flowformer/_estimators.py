@@ -40,7 +40,7 @@ from .._tasks import (
 )
 from ..nn.flowformer import Flowformer
 from ..nn.graph import edge_index_from_scipy, normalized_adjacency
-from ._data import check_ragged, ridge_skip, updated_ridge_skip
+from ._data import Anchor, check_ragged, ridge_skip, updated_ridge_skip
 
 __all__ = ["FlowformerClassifier", "FlowformerRegressor"]
 
@@ -644,9 +644,10 @@ class FlowformerRegressor(RegressorTask, _FlowformerBase):
             # Gaussian head, enough validation rows)
             calibrated = self.skip_ == "window" and self._gaussian \
                 and len(valid) >= MIN_CALIBRATION_ROWS
+            # (with the anchor chosen on all rows: the level kept or left out alike)
             data.extra["skip_train"] = ridge_skip(
                 F_all, targets, train, module.skip.weight.shape[0], weights=data.weights,
-                anchor=anchor) if calibrated else None
+                anchor=state.anchor, choose_level=False) if calibrated else None
         module.set_skip_(*data.skip_start, trainable=self.skip_ != "window")
 
     def _continue_module(self, data, train, valid, partial):
@@ -685,18 +686,23 @@ class FlowformerRegressor(RegressorTask, _FlowformerBase):
         data.extra["skip_train"] = unseen
 
     def _persistence_anchor(self, module):
-        """``ridge_skip``'s ``anchor`` for the fixed ridge skip (``skip="window"`` with
-        ``instance_norm``) of a univariate series: the columns of the standardised window's
-        last value and values among the skip's features. Persistence is taken in
-        standardised units, so the fit does not depend on the units of ``y`` (an affine
-        change of ``y`` changes the predictions alike, as without the anchor; for a forecast
-        the two standardisations nearly agree). ``None`` otherwise: with several channels no
-        output is tied to one channel's last value, and the ``"level"`` skip is trained from
-        its start anyway."""
+        """``ridge_skip``'s :class:`~skdiff.flowformer._data.Anchor` for the fixed ridge
+        skip (``skip="window"`` with ``instance_norm``) of a univariate series: the columns
+        of the standardised window's last value and values among the skip's features, its
+        level columns (mean and last value) and ``ratio = x_scale_ / y_scale_``, which makes
+        the fit without the level columns persistence in the units of ``X``: a window moved
+        by ``c`` moves the forecast by ``c`` where ``y`` holds later values of the series.
+        Where ``y`` is in other units or is not the series' continuation, that fit
+        forecasts badly on the folds and the fit with the level columns (persistence in
+        standardised units, which an affine change of ``y`` leaves as it is) is chosen.
+        ``None`` otherwise: with several channels no output is tied to one channel's last
+        value, and the ``"level"`` skip is trained from its start anyway."""
         if not (module.instance_norm and module.skip_window) or self.n_channels_in_ != 1:
             return None
         columns = module.skip_columns()
-        return columns["last"].start, columns["window"]
+        last = columns["last"].start
+        return Anchor(last, columns["window"], level=(columns["mean"].start, last),
+                      ratio=self.x_scale_[0] / np.asarray(self.y_scale_, dtype=np.float64))
 
     def _finish_fit(self, data, train, valid):
         self._keep_better_forecast(data, valid)

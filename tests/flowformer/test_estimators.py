@@ -832,25 +832,79 @@ def test_persistence_anchor_only_for_the_fixed_skip_of_one_channel(channels, ski
     assert (est._persistence_anchor(est.module_) is not None) == anchored
     if not anchored:
         return
+    # the anchor: the standardised window's last value (column 2) and values (3 on), its
+    # level columns (mean and last value), and persistence in the units of X
+    anchor = est._persistence_anchor(est.module_)
+    assert (anchor.last, anchor.window, anchor.level) == (2, slice(3, 19), (0, 2))
+    np.testing.assert_allclose(anchor.ratio, est.x_scale_[0] / est.y_scale_)
     # the fixed skip holds the anchored ridge of the standardised windows
     Xs = torch.as_tensor(est._sequences(X, reset=False))
     F = est.module_.skip_features(Xs).double().numpy()
     z = (y - est.y_mean_) / est.y_scale_
-    weight, bias = ridge_skip(F, z, np.arange(len(F)), 4, anchor=(2, slice(3, None)))
+    weight, bias = ridge_skip(F, z, np.arange(len(F)), 4, anchor=anchor)
     np.testing.assert_allclose(est.module_.skip.weight.detach().numpy(), weight, atol=1e-5)
     np.testing.assert_allclose(est.module_.skip.bias.detach().numpy(), bias, atol=1e-5)
 
 
-def test_univariate_forecast_is_equivariant_to_the_units_of_y():
-    # the ridge skip's anchor is persistence in standardised units: y in other units (an
-    # affine change, as TransformedTargetRegressor(StandardScaler()) makes) gives the same
-    # fit, and predictions change alike
+def test_univariate_forecast_moves_with_the_window():
+    # y holds later values of the series (a forecast): the ridge skip leaves the window's
+    # level out, and the encoder reads the window less its mean (RevIN), so a window moved
+    # by c is forecast moved by c, however far beyond the training windows
+    rng = np.random.default_rng(4)
+    X, y = make_windows(np.cumsum(0.2 + rng.normal(size=400)), 16, 2)
+    est = FlowformerRegressor(hidden_dim=8, n_heads=2, n_layers=1, max_epochs=3,
+                              random_state=0).fit(X[:300], y[:300])
+    assert est._ridge_state_.anchor.level == (0, 2)
+    for c in (-30.0, 500.0):
+        np.testing.assert_allclose(est.predict(X[300:] + c) - est.predict(X[300:]), c,
+                                   rtol=1e-4, atol=2e-3 * abs(c))
+
+
+def test_univariate_forecast_with_y_in_other_units_keeps_the_level():
+    # y in other units than X (an affine change, as TransformedTargetRegressor(
+    # StandardScaler()) makes) is no longer the series' continuation in the units of X:
+    # the ridge skip keeps the level columns, with its anchor in standardised units, which
+    # an affine change of y leaves as it is: two such changes give the same fit, and
+    # predictions change alike
     rng = np.random.default_rng(4)
     X, y = make_windows(np.cumsum(rng.normal(size=400)), 16, 2)
     kw = dict(hidden_dim=8, n_heads=2, n_layers=1, max_epochs=3, random_state=0)
-    pred = FlowformerRegressor(**kw).fit(X, y).predict(X[-20:])
-    pred2 = FlowformerRegressor(**kw).fit(X, 250.0 * y - 3.0).predict(X[-20:])
-    np.testing.assert_allclose(pred2, 250.0 * pred - 3.0, rtol=1e-4, atol=1e-3)
+    est = FlowformerRegressor(**kw).fit(X, 250.0 * y - 3.0)
+    assert est._ridge_state_.anchor.level == ()
+    pred = est.predict(X[-20:])
+    pred2 = FlowformerRegressor(**kw).fit(X, 0.01 * y + 5.0).predict(X[-20:])
+    np.testing.assert_allclose((pred2 - 5.0) / 0.01, (pred + 3.0) / 250.0, rtol=1e-4,
+                               atol=1e-3)
+
+
+def test_ridge_skip_leaves_the_level_out_unless_the_level_forecasts_far_better():
+    from skdiff.flowformer._data import Anchor, ridge_skip
+
+    rng = np.random.default_rng(5)
+    anchor = Anchor(2, slice(3, None), level=(0, 2), ratio=1.0)
+
+    def fit(series, y=None):
+        X, target = make_windows(series, 12, 2)
+        F = np.column_stack([X.mean(1), X.std(1), X[:, -1], X])
+        *skip, state = ridge_skip(F, target if y is None else y(X), np.arange(len(F)), 2,
+                                  anchor=anchor, return_state=True)
+        return X, F, skip, state.anchor
+
+    # a random walk with drift: the fit without the level, a map that moves with the window
+    X, F, (weight, bias), chosen = fit(np.cumsum(0.3 + rng.normal(size=400)))
+    assert chosen == anchor
+    np.testing.assert_allclose(weight[:, 0], 0.0, atol=1e-12)  # the mean's weight
+    np.testing.assert_allclose(weight[:, 2] + weight[:, 3:].sum(1), 1.0, atol=1e-9)
+    moved = np.column_stack([X.mean(1) + 50, X.std(1), X[:, -1] + 50, X + 50])
+    np.testing.assert_allclose(moved @ weight.T - F @ weight.T, 50.0, atol=1e-8)
+    # a stationary series whose level tells more than its last changes (AR(1), 0.3), and a
+    # target that is not the series' continuation (|last value| of white noise): the level
+    # is kept, as is the level's ridge
+    ar = np.zeros(400)
+    for t in range(1, 400):  # generating the data; not a library path
+        ar[t] = 0.3 * ar[t - 1] + rng.normal()
+    assert fit(ar)[3] == Anchor(2, slice(3, None))
+    assert fit(rng.normal(size=400), lambda X: np.abs(X[:, -2:]))[3] == Anchor(2, slice(3, None))
 
 
 def test_rows_of_weight_zero_are_as_if_absent(waves):
