@@ -103,9 +103,9 @@ def _penalty_and_error(F_all, ys, w_all, rows, eye):
     return RIDGE_PENALTIES[best], float(errors[best])
 
 
-#: The anchored ridge skip leaves the window's level out of its fit unless the fit with the
-#: level has a validation error (summed over the forward-chaining folds) this many times
-#: lower (:func:`ridge_skip`).
+#: The anchored ridge skip of a series that is not stationary leaves the window's level out
+#: of its fit unless the fit with the level has a validation error (summed over the
+#: forward-chaining folds) this many times lower (:func:`ridge_skip`).
 LEVEL_MARGIN = 1.5
 
 
@@ -152,19 +152,22 @@ def ridge_skip(F_all, ys, rows, n_skip_outputs, weights=None, anchor=None,
     mean. The result is the same kind of linear map of ``F_all``: the window's weights are
     kept and the last value's weight gets ``ratio`` minus their sum.
 
-    An anchor with ``level`` columns is a candidate: the fit without those columns
-    (translation-equivariant: a window moved by ``c`` moves the forecast by ``ratio * c``,
-    so a forecast follows a series whose level leaves the range of the training windows)
-    is used unless the fit that keeps them (and anchors in standardised units) has a
-    validation error over the same folds ``LEVEL_MARGIN`` times lower
-    (``choose_level=False`` takes the anchor as given). The folds flatter the level
-    columns, whose values they see within the range of the fitting rows: on 35 series of
-    the defaults benchmark (dev) the equivariant fit forecast better on the trending
-    ones, where the level-kept fit reverts toward the training levels, at the same folds'
-    error (realinv: test MSE 2.3 times the lag ridge's with the level, 1.06 without), and
-    the margin keeps the level where it is far better within the training series: a
-    target that is not the series' continuation (a sequence regression), or a level that
-    decides the seasonal pattern. The chosen anchor is the returned state's.
+    An anchor with ``level`` columns is a candidate (``choose_level=False`` takes it as
+    given): the fit without those columns is translation-equivariant (a window moved by
+    ``c`` moves the forecast by ``ratio * c``), so a forecast follows a series whose level
+    leaves the range of the training windows, where the fit with them reverts toward the
+    training levels. It is used unless (:func:`_choose_level`) the augmented Dickey-Fuller
+    test finds the series stationary (it returns to its mean, which the level columns
+    hold), the fit that keeps them (anchored in standardised units) has a validation error
+    over the same folds ``LEVEL_MARGIN`` times lower, or it does not forecast better there
+    than the targets' mean. The folds alone cannot make the choice: they see the level
+    within the range of the fitting rows and favour it on trending series by a few per
+    cent, as on stationary ones. On the 35 forecasting series of the defaults benchmark's
+    dev rows this rule lowered the geometric mean of the test MSE over the best
+    baseline's from 1.033 to 0.912 (realinv 2.35 -> 1.06, pop 0.65 -> 0.15); on 75
+    generated stationary series (AR(2), EXPAR, logistic map, SETAR, nonlinear moving
+    average) the test keeps the level in all 75, where the level-free fit forecast 1-11 %
+    worse on average per kind (up to 20 %). The chosen anchor is the returned state's.
 
     With fewer than six rows (no folds to choose the penalty by) the anchor is not used: the
     small fixed penalty hardly shrinks, and the plain ridge fits such rows exactly in
@@ -204,12 +207,19 @@ def ridge_skip(F_all, ys, rows, n_skip_outputs, weights=None, anchor=None,
 
 
 def _choose_level(F_all, ys, w_all, rows, anchor, eye):
-    """``anchor`` (its fit without the level columns) or the fit that keeps them, by
-    ``LEVEL_MARGIN`` (:func:`ridge_skip`). The fit without the level must also forecast
-    better on the folds than the training targets' mean (the ridge of no features, on the
-    same folds): a target that is not the series' continuation, or a series whose level
-    tells more than its recent changes, keeps the level."""
+    """``anchor`` (its fit without the level columns) or the fit that keeps them
+    (:func:`ridge_skip`). A series the augmented Dickey-Fuller test finds stationary
+    (:func:`stationary`, on the rows' last values in order) returns to its mean, which the
+    level columns hold: they are kept. Otherwise the fit without them is used unless the
+    fit with them has a validation error over the forward-chaining folds ``LEVEL_MARGIN``
+    times lower, and provided it forecasts better there than the training targets' mean
+    (the ridge of no features, on the same folds): a target that is not the series'
+    continuation, or a series whose level tells more than its recent changes, keeps the
+    level."""
     kept = Anchor(anchor.last, anchor.window)
+    window = F_all[rows[0], anchor.window]
+    if stationary(np.concatenate([window[:-1], F_all[rows, anchor.last]])):
+        return kept
     free, level = (_penalty_and_error(*_anchored(F_all, ys, a), w_all, rows, eye)[1]
                    for a in (anchor, kept))
     mean = _penalty_and_error(np.zeros_like(F_all), ys, w_all, rows, eye)[1]
@@ -241,6 +251,54 @@ def _skip_parameters(W, b, resid, anchor, n_skip_outputs):
     if n_skip_outputs == 2 * k:  # Gaussian head: inverse softplus of the residual variance
         bias[k:] = softplus_inverse(np.maximum(resid, 1e-4))
     return weight, bias
+
+
+#: MacKinnon's (2010, table 1, constant and no trend) response surface of the Dickey-Fuller
+#: test's 5 % critical value in the number of observations T: the sum of c_i / T**i.
+_DF_CRITICAL_5 = (-2.86154, -2.8903, -4.234, -40.040)
+
+
+def stationary(series):
+    """Whether the augmented Dickey-Fuller test rejects a unit root in ``series`` at 5 %.
+
+    The regression of the differences on a constant, the lagged level and ``p`` lagged
+    differences, ``p`` chosen by AIC from 0 to ``12 (n / 100) ** 0.25`` on a common
+    sample and the regression then refitted on every usable step, as
+    ``statsmodels.tsa.stattools.adfuller(series, regression="c", autolag="AIC")`` does;
+    the lagged level's t-statistic is compared with MacKinnon's finite-sample 5 % critical
+    value. Fewer than 12 values: ``False`` (nothing to reject with)."""
+    x = np.asarray(series, dtype=np.float64)
+    n = len(x)
+    if n < 12:
+        return False
+    dx = np.diff(x)
+    max_lag = min(int(np.ceil(12.0 * (n / 100.0) ** 0.25)), n // 2 - 2)
+
+    def design(p, start):
+        # rows t = start..n-2 of dx (the change from x[t] to x[t+1]): constant, x[t], and
+        # the p changes before it
+        t = np.arange(start, n - 1)
+        lagged = [dx[t - j] for j in range(1, p + 1)]
+        return np.column_stack([np.ones(len(t)), x[t], *lagged]), dx[t]
+
+    best = None
+    for p in range(max_lag + 1):  # the same rows for every order: comparable AIC
+        A, b = design(p, max_lag)
+        rss = np.sum((b - A @ np.linalg.lstsq(A, b, rcond=None)[0]) ** 2)
+        aic = len(b) * np.log(rss / len(b)) + 2 * A.shape[1]
+        if best is None or aic < best[0]:
+            best = (aic, p)
+    A, b = design(best[1], best[1])
+    coef, *_ = np.linalg.lstsq(A, b, rcond=None)
+    resid = b - A @ coef
+    dof = len(b) - A.shape[1]
+    if dof <= 0:
+        return False
+    cov = (resid @ resid / dof) * np.linalg.pinv(A.T @ A)
+    t_stat = coef[1] / np.sqrt(cov[1, 1])
+    T = len(b)
+    critical = sum(c / T ** i for i, c in enumerate(_DF_CRITICAL_5))
+    return bool(t_stat < critical)
 
 
 class RidgeMoments:

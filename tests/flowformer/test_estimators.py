@@ -2,6 +2,7 @@
 
 import copy
 import pickle
+import warnings
 
 import numpy as np
 import pytest
@@ -897,14 +898,40 @@ def test_ridge_skip_leaves_the_level_out_unless_the_level_forecasts_far_better()
     np.testing.assert_allclose(weight[:, 2] + weight[:, 3:].sum(1), 1.0, atol=1e-9)
     moved = np.column_stack([X.mean(1) + 50, X.std(1), X[:, -1] + 50, X + 50])
     np.testing.assert_allclose(moved @ weight.T - F @ weight.T, 50.0, atol=1e-8)
-    # a stationary series whose level tells more than its last changes (AR(1), 0.3), and a
-    # target that is not the series' continuation (|last value| of white noise): the level
-    # is kept, as is the level's ridge
+    # a stationary series, whose level it returns to (AR(1), 0.3: the Dickey-Fuller test
+    # rejects a unit root), and a target that is not the series' continuation (|last
+    # value| of white noise): the level is kept, as is the level's ridge
     ar = np.zeros(400)
     for t in range(1, 400):  # generating the data; not a library path
         ar[t] = 0.3 * ar[t - 1] + rng.normal()
     assert fit(ar)[3] == Anchor(2, slice(3, None))
     assert fit(rng.normal(size=400), lambda X: np.abs(X[:, -2:]))[3] == Anchor(2, slice(3, None))
+
+
+def test_stationary_is_the_augmented_dickey_fuller_test_at_five_percent():
+    from skdiff.flowformer._data import stationary
+
+    rng = np.random.default_rng(6)
+    e = rng.normal(size=600)
+    ar = np.zeros(600)
+    for t in range(1, 600):  # generating the data; not a library path
+        ar[t] = 0.8 * ar[t - 1] + e[t]
+    assert stationary(ar) and stationary(e)
+    assert not stationary(np.cumsum(e)) and not stationary(np.cumsum(e + 0.2))
+    assert not stationary(e[:11])  # too short to reject anything
+    # the decision of statsmodels' adfuller (autolag="AIC", MacKinnon's 5 % critical value)
+    adfuller = pytest.importorskip(
+        "statsmodels.tsa.stattools", reason="statsmodels (the benchmarks extra) holds the "
+        "reference implementation").adfuller
+    for n in (20, 60, 250, 900):
+        for phi in (0.5, 0.9, 0.97, 1.0):
+            x = np.zeros(n)
+            for t in range(1, n):
+                x[t] = phi * x[t - 1] + e[t % 600]
+            with warnings.catch_warnings():  # newer statsmodels: a result object ahead
+                warnings.simplefilter("ignore", FutureWarning)
+                stat, _, _, _, crit, _ = adfuller(x, regression="c", autolag="AIC")
+            assert stationary(x) == (stat < crit["5%"]), (n, phi)
 
 
 def test_rows_of_weight_zero_are_as_if_absent(waves):
