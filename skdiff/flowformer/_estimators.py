@@ -78,11 +78,14 @@ instance_norm : bool
     them (five folds, as ``TimeSeriesSplit``); the calibration of the Gaussian head
     (``std_scale_``) measures the errors on the validation rows with the skip refitted
     on the training rows alone. For a univariate series (one channel) the
-    regressor's ridge window skip predicts each standardised output's change from the
-    window's standardised last value (as NLinear, Zeng et al. 2023, with the level
-    statistics still among its inputs), so its penalty shrinks the forecast toward
-    persistence instead of toward the training mean and forecasts follow a series whose
-    level leaves the range of the training windows. An skdiff addition that helps on
+    regressor's ridge window skip predicts each output's change from the window's last
+    value (as NLinear, Zeng et al. 2023), so its penalty shrinks the forecast toward
+    persistence instead of toward the training mean. Of a series the augmented
+    Dickey-Fuller test finds stationary it also reads the window's level (mean and last
+    value); of any other series it leaves the level out unless that forecasts the
+    forward-chaining folds 1.5 times worse, so that a window moved by ``c`` is forecast
+    moved by ``c`` and forecasts follow a series whose level leaves the range of the
+    training windows (the Flowformer user guide has the rule). An skdiff addition that helps on
     non-stationary series: on by default in the regressor, off in the classifier, where a
     series' level and scale are often what tells the classes apart.
 skip : {"auto", "level", "window"}
