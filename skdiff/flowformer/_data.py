@@ -266,12 +266,15 @@ def stationary(series):
     sample and the regression then refitted on every usable step, as
     ``statsmodels.tsa.stattools.adfuller(series, regression="c", autolag="AIC")`` does;
     the lagged level's t-statistic is compared with MacKinnon's finite-sample 5 % critical
-    value. Fewer than 12 values: ``False`` (nothing to reject with)."""
+    value. Fewer than 12 values: ``False`` (nothing to reject with); equal steps: a
+    constant is stationary, a straight line is not."""
     x = np.asarray(series, dtype=np.float64)
     n = len(x)
     if n < 12:
         return False
     dx = np.diff(x)
+    if np.all(dx == dx[0]):  # a constant (stationary) or a straight line (a trend)
+        return bool(dx[0] == 0)
     max_lag = min(int(np.ceil(12.0 * (n / 100.0) ** 0.25)), n // 2 - 2)
 
     def design(p, start):
@@ -285,7 +288,8 @@ def stationary(series):
     for p in range(max_lag + 1):  # the same rows for every order: comparable AIC
         A, b = design(p, max_lag)
         rss = np.sum((b - A @ np.linalg.lstsq(A, b, rcond=None)[0]) ** 2)
-        aic = len(b) * np.log(rss / len(b)) + 2 * A.shape[1]
+        # an exact fit (a deterministic series) has the lowest AIC: no log(0) warning
+        aic = len(b) * np.log(max(rss / len(b), np.finfo(np.float64).tiny)) + 2 * A.shape[1]
         if best is None or aic < best[0]:
             best = (aic, p)
     A, b = design(best[1], best[1])
@@ -295,6 +299,8 @@ def stationary(series):
     if dof <= 0:
         return False
     cov = (resid @ resid / dof) * np.linalg.pinv(A.T @ A)
+    if not cov[1, 1] > 0:  # the level's coefficient is exact: nothing to test
+        return False
     t_stat = coef[1] / np.sqrt(cov[1, 1])
     T = len(b)
     critical = sum(c / T ** i for i, c in enumerate(_DF_CRITICAL_5))

@@ -919,6 +919,10 @@ def test_stationary_is_the_augmented_dickey_fuller_test_at_five_percent():
     assert stationary(ar) and stationary(e)
     assert not stationary(np.cumsum(e)) and not stationary(np.cumsum(e + 0.2))
     assert not stationary(e[:11])  # too short to reject anything
+    with warnings.catch_warnings():  # deterministic series: decided without log(0)
+        warnings.simplefilter("error")
+        assert stationary(np.ones(50)) and not stationary(np.arange(50.0))
+        assert not stationary(np.r_[np.zeros(40), np.arange(20.0)])
     # the decision of statsmodels' adfuller (autolag="AIC", MacKinnon's 5 % critical value)
     adfuller = pytest.importorskip(
         "statsmodels.tsa.stattools", reason="statsmodels (the benchmarks extra) holds the "
