@@ -185,12 +185,14 @@ def ridge_skip(F_all, ys, rows, n_skip_outputs, weights=None, anchor=None,
     F, y = F_all, ys
     anchored = anchor is not None and _n_folds(len(rows)) >= 2
     eye = np.eye(F.shape[1])
+    alpha = None
     if anchored:
         anchor = Anchor(*anchor)
-        if anchor.level and choose_level:
-            anchor = _choose_level(F_all, ys, w_all, rows, anchor, eye)
+        if anchor.level and choose_level:  # the choice's folds give the penalty too
+            anchor, alpha = _choose_level(F_all, ys, w_all, rows, anchor, eye)
         F, y = _anchored(F_all, ys, anchor)
-    alpha = _penalty(F, y, w_all, rows, eye)
+    if alpha is None:
+        alpha = _penalty(F, y, w_all, rows, eye)
     f_mean, y_mean, Fc, yc, w, gram, rhs = _centred(F, y, w_all, rows)
     W = np.linalg.solve(gram + alpha * eye, rhs)
     b = y_mean - f_mean @ W
@@ -207,8 +209,9 @@ def ridge_skip(F_all, ys, rows, n_skip_outputs, weights=None, anchor=None,
 
 
 def _choose_level(F_all, ys, w_all, rows, anchor, eye):
-    """``anchor`` (its fit without the level columns) or the fit that keeps them
-    (:func:`ridge_skip`). A series the augmented Dickey-Fuller test finds stationary
+    """``(anchor, penalty)``: ``anchor`` (its fit without the level columns) or the fit
+    that keeps them (:func:`ridge_skip`), with the penalty its folds chose (``None`` where
+    no folds were run). A series the augmented Dickey-Fuller test finds stationary
     (:func:`stationary`, on the rows' last values in order) returns to its mean, which the
     level columns hold: they are kept. Otherwise the fit without them is used unless the
     fit with them has a validation error over the forward-chaining folds ``LEVEL_MARGIN``
@@ -219,11 +222,13 @@ def _choose_level(F_all, ys, w_all, rows, anchor, eye):
     kept = Anchor(anchor.last, anchor.window)
     window = F_all[rows[0], anchor.window]
     if stationary(np.concatenate([window[:-1], F_all[rows, anchor.last]])):
-        return kept
-    free, level = (_penalty_and_error(*_anchored(F_all, ys, a), w_all, rows, eye)[1]
-                   for a in (anchor, kept))
+        return kept, None
+    (a_free, free), (a_level, level) = (
+        _penalty_and_error(*_anchored(F_all, ys, a), w_all, rows, eye) for a in (anchor, kept))
     mean = _penalty_and_error(np.zeros_like(F_all), ys, w_all, rows, eye)[1]
-    return anchor if free <= LEVEL_MARGIN * level and free < mean else kept
+    if free <= LEVEL_MARGIN * level and free < mean:
+        return anchor, a_free
+    return kept, a_level
 
 
 def _anchored(F_all, ys, anchor):

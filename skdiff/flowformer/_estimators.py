@@ -82,10 +82,11 @@ instance_norm : bool
     value (as NLinear, Zeng et al. 2023), so its penalty shrinks the forecast toward
     persistence instead of toward the training mean. Of a series the augmented
     Dickey-Fuller test finds stationary it also reads the window's level (mean and last
-    value); of any other series it leaves the level out unless that forecasts the
-    forward-chaining folds 1.5 times worse, so that a window moved by ``c`` is forecast
-    moved by ``c`` and forecasts follow a series whose level leaves the range of the
-    training windows (the Flowformer user guide has the rule). An skdiff addition that helps on
+    value); of any other series it leaves the level out, so that a window moved by ``c``
+    is forecast moved by ``c`` and forecasts follow a series whose level leaves the range
+    of the training windows, unless reading the level forecasts the forward-chaining
+    folds 1.5 times better or the level-free fit does not beat the targets' mean there
+    (the Flowformer user guide has the rule). An skdiff addition that helps on
     non-stationary series: on by default in the regressor, off in the classifier, where a
     series' level and scale are often what tells the classes apart.
 skip : {"auto", "level", "window"}
