@@ -148,6 +148,17 @@ def cora(ctx):
     return Bunch(X=data.data, A=data.adjacency, y=data.target, y_fit=y_fit, scored=scored)
 
 
+def _block_graph(n_nodes, n_classes, homophily, avg_degree, random_state):
+    """Classes and graph of a planted partition whose expected degree is ``avg_degree`` and
+    whose expected fraction of edges inside a class is ``homophily``."""
+    block = n_nodes / n_classes
+    p_in = homophily * avg_degree / (block - 1)
+    p_out = (1 - homophily) * avg_degree / (n_nodes - block)
+    _, y, A = make_planted_partition(n_nodes, n_classes, p_in=p_in, p_out=p_out,
+                                     n_features=1, random_state=random_state)
+    return y, A
+
+
 def make_csbm(n_nodes, *, n_classes=5, homophily=0.8, avg_degree=8.0, snr=1.0,
               n_informative=16, n_noise=16, random_state=0):
     """A contextual stochastic block model with a homophily and a feature signal knob.
@@ -166,11 +177,7 @@ def make_csbm(n_nodes, *, n_classes=5, homophily=0.8, avg_degree=8.0, snr=1.0,
     y : ndarray of shape (n_nodes,)
     A : scipy.sparse.csr_matrix of shape (n_nodes, n_nodes)
     """
-    block = n_nodes / n_classes
-    p_in = homophily * avg_degree / (block - 1)
-    p_out = (1 - homophily) * avg_degree / (n_nodes - block)
-    _, y, A = make_planted_partition(n_nodes, n_classes, p_in=p_in, p_out=p_out,
-                                     n_features=1, random_state=random_state)
+    y, A = _block_graph(n_nodes, n_classes, homophily, avg_degree, random_state)
     rng = np.random.RandomState(random_state + 1)
     means = rng.normal(scale=snr / np.sqrt(n_informative), size=(n_classes, n_informative))
     X = np.hstack([means[y] + rng.normal(size=(n_nodes, n_informative)),
@@ -199,6 +206,49 @@ def csbm_regression(ctx, n_nodes, homophily, snr, n_labelled=100, seed=SEED, **k
     keep = rng.choice(n_nodes, n_labelled, replace=False)
     y_fit[keep] = y[keep]
     return Bunch(X=X, A=A, y=y, y_fit=y_fit, scored=np.isnan(y_fit))
+
+
+def make_bow_sbm(n_nodes, *, n_classes=5, homophily=0.8, avg_degree=4.0, n_words=1000,
+                 words_per_node=18, topic=0.3, random_state=0):
+    """A block model with binary bag-of-words features, as a citation graph's.
+
+    The graph is :func:`make_csbm`'s (same homophily and degree knobs; the default mean
+    degree of 4 is Cora's). Every node draws a Poisson(``words_per_node``) number of words
+    (at least one) from a mixture over ``n_words`` words: with probability ``topic`` from
+    its class's word distribution, otherwise from one shared by all classes (each
+    Dirichlet-drawn, sparse); ``X`` records which words occur (0/1), like the raw features
+    of the Planetoid graphs.
+
+    Returns
+    -------
+    X : scipy.sparse.csr_matrix of shape (n_nodes, n_words), float64 0/1
+    y : ndarray of shape (n_nodes,)
+    A : scipy.sparse.csr_matrix of shape (n_nodes, n_nodes)
+    """
+    y, A = _block_graph(n_nodes, n_classes, homophily, avg_degree, random_state)
+    rng = np.random.RandomState(random_state + 1)
+    shared = np.cumsum(rng.dirichlet(np.full(n_words, 0.1)))
+    own = np.cumsum(rng.dirichlet(np.full(n_words, 0.05), size=n_classes), axis=1)
+    counts = np.maximum(rng.poisson(words_per_node, size=n_nodes), 1)
+    node = np.repeat(np.arange(n_nodes), counts)
+    u = rng.uniform(size=node.size)
+    from_class = rng.uniform(size=node.size) < topic
+    word = np.searchsorted(shared, u * shared[-1])
+    for c in range(n_classes):  # a loop over the classes; the draws are vectorised
+        pick = from_class & (y[node] == c)
+        word[pick] = np.searchsorted(own[c], u[pick] * own[c, -1])
+    X = sp.csr_matrix((np.ones(node.size), (node, np.minimum(word, n_words - 1))),
+                      shape=(n_nodes, n_words))
+    X.data[:] = 1.0  # duplicates summed by the constructor: presence, not counts
+    return X, y, A
+
+
+def bow_sbm(ctx, n_nodes, homophily, n_per_class=20, **kwargs):
+    """A bag-of-words block model node classification task: ``n_per_class`` labels per
+    class, scored on the rest."""
+    X, y, A = make_bow_sbm(n_nodes, homophily=homophily, random_state=SEED, **kwargs)
+    y_fit = make_label_mask(y, n_per_class, random_state=SEED)
+    return Bunch(X=X, A=A, y=y, y_fit=y_fit, scored=y_fit == -1)
 
 
 def graph_homophily(y, A):

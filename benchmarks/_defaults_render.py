@@ -23,7 +23,8 @@ The data sets were split into a **dev** part (defaults may be chosen on it) and 
 **held-out** part (only reported) before any result was seen; the assignment is the
 `DATASETS` table of `benchmarks/defaults.py`, which also holds the protocol of every row.
 Rows may join the dev part later (the forecasting rows after airline, bundled series that
-probe where the forecaster's defaults generalise, and the two sequence-regression sets);
+probe where the forecaster's defaults generalise, the two sequence-regression sets, and
+two block models with binary bag-of-words features, like a citation graph's, beside Cora);
 the held-out part never grows.
 Times are wall-clock seconds of the `fit` call (for NDP, fit plus `sample_posterior` summed
 over the tasks) on a shared, loaded machine: compare them within a run, not across machines.
