@@ -58,6 +58,7 @@ from ._propagation import (
     GRAPH_CHECK_MAX_CELLS,
     LabelSmoother,
     ValueSmoother,
+    features_hits,
     graph_helps_features,
     smoothed_features,
 )
@@ -66,6 +67,11 @@ from ._propagation import (
 #: neighbour search over all rows; larger data sets pass a graph or an int).
 AUTO_NEIGHBORS = 10
 AUTO_NEIGHBORS_MAX_ROWS = 20_000
+
+#: ``label_propagation="auto"`` leaves the labels unspread where a linear model on the
+#: features predicts held-out labelled nodes better than the spread labels by more than
+#: this many standard errors (:meth:`DIFFormerClassifier._labels_beat_features`).
+PROPAGATION_N_SE = 2.0
 
 #: ``dropout="auto"`` when labels are scarce (some rows unlabelled, or a graph).
 AUTO_DROPOUT = 0.2
@@ -654,6 +660,31 @@ class _DIFFormerBase(NeuralEstimatorBase):
         before any label propagation) and targets (``continued``: in a continued fit);
         nothing here."""
 
+    def _labels_beat_features(self, smoother, random_state, data):
+        """``label_propagation="auto"``'s check: ``(decision, accuracy of the labels spread
+        along the graph, of the most frequent class, of a linear model on the features)``
+        at held-out labelled nodes (:meth:`LabelSmoother.spread_hits`,
+        :func:`features_hits`). On when the spread labels beat the most frequent class,
+        unless the linear model beats them by more than ``PROPAGATION_N_SE`` standard errors
+        of the mean per-node difference: then the propagation would override the network's
+        predictions with its neighbours' labels where the features tell more."""
+        majority = float(smoother.onehot.sum(0).max() / smoother.seeds.size)
+        spread = smoother.spread_hits(random_state)
+        if spread is None:
+            return False, float("nan"), majority, float("nan")
+        inputs = data.inputs
+        found = features_hits(inputs.scaling.transform(inputs.features),
+                              smoother.onehot.argmax(1), smoother.seeds, random_state)
+        accuracy = float(spread.mean())
+        if found is None:
+            return accuracy > majority, accuracy, majority, float("nan")
+        index, hits = found
+        w = np.full(index.size, 1.0 / index.size)
+        features_better = beats_by_se(1.0 - hits, 1.0 - spread[index], w,
+                                      n_se=PROPAGATION_N_SE)[0]
+        return accuracy > majority and not features_better, accuracy, majority, \
+            float(hits.mean())
+
     def _propagate_labels(self, outputs, data):
         """The fitted rows' outputs after the task's use of the known labels (none here)."""
         return outputs
@@ -1029,8 +1060,11 @@ class DIFFormerClassifier(ClassifierTask, _DIFFormerBase):
         only). ``"auto"``: on when labels
         spread along the graph predict held-out labelled nodes (a 5-fold check over the
         labelled nodes) better than the most frequent class does, i.e. when the graph is
-        homophilous; off on heterophilous graphs and on graphs of more than a million nodes
-        (where the checks take minutes). ``True``: always with a graph. ``False``: never.
+        homophilous, unless a logistic regression on the features alone predicts them
+        better by more than two standard errors (paired over the labelled nodes): there
+        the propagation would replace good predictions by the neighbours' labels. Off on
+        heterophilous graphs and on graphs of more than a million nodes (where the checks
+        take minutes). ``True``: always with a graph. ``False``: never.
         Without a graph it has no effect. The weight of the network's probabilities
         in the propagation is ``propagation_network_weight``.
     propagation_alpha : float in [0, 1), default=0.9
@@ -1213,9 +1247,11 @@ class DIFFormerClassifier(ClassifierTask, _DIFFormerBase):
         smoother = self._checked_smoother(
             data, lambda A, seeds, codes: LabelSmoother(A, seeds, codes, self.classes_.size,
                                                         self.propagation_alpha),
-            LabelSmoother.graph_predicts_labels,
-            lambda accuracy, majority: f"labels spread along the graph predict {accuracy:.3f} "
-            f"of held-out labelled nodes, the most frequent class {majority:.3f}")
+            lambda smoother, random_state: self._labels_beat_features(
+                smoother, random_state, data),
+            lambda accuracy, majority, features: f"labels spread along the graph predict "
+            f"{accuracy:.3f} of held-out labelled nodes, the most frequent class "
+            f"{majority:.3f}, a linear model on the features {features:.3f}")
         self.propagation_network_weight_ = None
         if smoother is None:
             return outputs

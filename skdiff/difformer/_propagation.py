@@ -96,10 +96,20 @@ class LabelSmoother:
 
         Returns ``(decision, accuracy of the spread labels, most frequent class rate)``.
         """
-        n_seed, k = self.seeds.size, self.onehot.shape[1]
-        majority = float(self.onehot.sum(0).max() / n_seed)
-        if n_seed < N_FOLDS:
+        majority = float(self.onehot.sum(0).max() / self.seeds.size)
+        hits = self.spread_hits(random_state)
+        if hits is None:
             return False, float("nan"), majority
+        accuracy = float(hits.mean())
+        return accuracy > majority, accuracy, majority
+
+    def spread_hits(self, random_state):
+        """Whether the labels spread along the graph predict each labelled node in
+        :meth:`graph_predicts_labels`' check (1.0 or 0.0 per node, in the order of
+        ``seeds``), or None with fewer than ``N_FOLDS`` labelled nodes."""
+        n_seed, k = self.seeds.size, self.onehot.shape[1]
+        if n_seed < N_FOLDS:
+            return None
         fold = random_state.permutation(n_seed) % N_FOLDS
         # one propagation for all folds: fold f's labels in columns f*k:(f+1)*k
         G0 = np.zeros((self.S.shape[0], N_FOLDS * k), dtype=np.float32)
@@ -108,8 +118,7 @@ class LabelSmoother:
             G0[self.seeds[keep], f * k:(f + 1) * k] = self.onehot[keep]
         G = spread(self.S, G0, self.seeds[:0], self.alpha)  # the restart term holds the labels
         scores = G[self.seeds].reshape(n_seed, N_FOLDS, k)[np.arange(n_seed), fold]
-        accuracy = float(np.mean(scores.argmax(1) == self.onehot.argmax(1)))
-        return accuracy > majority, accuracy, majority
+        return (scores.argmax(1) == self.onehot.argmax(1)).astype(np.float64)
 
     def choose_network_weight(self, proba, random_state):
         """The weight ``beta`` of the network's probabilities in the propagation's start and
@@ -237,6 +246,39 @@ def smoothed_features(adjacency, features, hops=2):
     for _ in range(hops):
         features = S @ features
     return features
+
+
+def features_hits(features, targets, seeds, random_state):
+    """Whether :class:`~sklearn.linear_model.LogisticRegression` on the features alone
+    predicts each held-out labelled node: ``N_FOLDS``-fold stratified cross-validated
+    predictions over the labelled nodes ``seeds`` (repeated over ``N_REPEATS`` shuffles
+    below ``FEW_LABELS`` of them, each node's hits averaged), on at most
+    ``GRAPH_CHECK_MAX_LABELS`` of them (a random subset beyond).
+
+    Returns ``(index into seeds, hits)``, or None where the check cannot run (fewer than
+    two labelled nodes in some class, or more than ``GRAPH_CHECK_MAX_CELLS`` feature
+    values).
+    """
+    from sklearn.linear_model import LogisticRegression
+    from sklearn.model_selection import StratifiedKFold, cross_val_predict
+
+    targets = np.asarray(targets)
+    index = np.arange(len(targets))
+    if index.size > GRAPH_CHECK_MAX_LABELS:
+        index = np.sort(random_state.choice(index.size, GRAPH_CHECK_MAX_LABELS, replace=False))
+    counts = np.unique(targets[index], return_counts=True)[1]
+    n_splits = min(N_FOLDS, int(counts.min()))
+    if n_splits < 2 or counts.size < 2 or \
+            features.shape[0] * features.shape[1] > GRAPH_CHECK_MAX_CELLS:
+        return None
+    X, t = features[np.asarray(seeds)[index]], targets[index]
+    repeats = N_REPEATS if index.size < FEW_LABELS else 1
+    hits = np.zeros(index.size)
+    for _ in range(repeats):
+        cv = StratifiedKFold(n_splits, shuffle=True,
+                             random_state=int(random_state.randint(np.iinfo(np.int32).max)))
+        hits += (cross_val_predict(LogisticRegression(max_iter=1000), X, t, cv=cv) == t)
+    return index, hits / repeats
 
 
 def graph_helps_features(adjacency, features, targets, seeds, random_state, *, classifier):

@@ -1,11 +1,13 @@
 """DIFFormerClassifier's label propagation over the graph (``label_propagation``)."""
 
 import pickle
+import re
 
 import numpy as np
 import pytest
 import scipy.sparse as sp
-from sklearn.model_selection import StratifiedKFold, cross_val_score
+from sklearn.linear_model import LogisticRegression
+from sklearn.model_selection import StratifiedKFold, cross_val_predict, cross_val_score
 
 from skdiff import DIFFormerClassifier, Graph
 from skdiff.datasets import make_label_mask, make_planted_partition
@@ -54,6 +56,42 @@ def test_auto_leaves_a_heterophilous_graph_alone(heterophilous):
     assert not auto.label_propagation_ and forced.label_propagation_
     np.testing.assert_array_equal(auto.transduction_, off.transduction_)
     assert _accuracy(forced, y, y_fit) < _accuracy(auto, y, y_fit)
+
+
+def test_auto_leaves_propagation_off_where_the_features_predict_better(capsys):
+    """A graph of moderate homophily (0.59, mean degree 3.9) beside features that tell the
+    classes: labels spread along the graph beat the most frequent class but not a linear
+    model on the features, and spreading them would override the network's better
+    predictions (0.81 against 0.96 of the unlabelled nodes)."""
+    X, y, A = make_planted_partition(600, 3, p_in=0.012, p_out=0.004, feature_signal=1.0,
+                                     random_state=0)
+    y_fit = make_label_mask(y, 20, random_state=0)
+    auto = DIFFormerClassifier(**FAST, verbose=1).fit(X, y_fit, adjacency=A)
+    line = next(x for x in capsys.readouterr().out.splitlines()
+                if x.startswith("label_propagation='auto'"))
+    spread, majority, features = (float(v) for v in re.findall(r"(\d\.\d{3})", line))
+    assert majority < spread < features and line.endswith(": off")
+    forced = DIFFormerClassifier(**FAST, label_propagation=True).fit(X, y_fit, adjacency=A)
+    assert not auto.label_propagation_ and forced.label_propagation_
+    assert _accuracy(auto, y, y_fit) > 0.9
+    assert _accuracy(forced, y, y_fit) < _accuracy(auto, y, y_fit) - 0.1
+
+
+def test_features_hits_are_the_stratified_cross_validated_predictions():
+    from skdiff.difformer._propagation import features_hits
+
+    X, y, _ = make_planted_partition(300, 3, feature_signal=1.0, random_state=0)
+    seeds = np.flatnonzero(make_label_mask(y, 20, random_state=0) != -1)
+    index, hits = features_hits(X, y[seeds], seeds, np.random.RandomState(0))
+    rs = np.random.RandomState(0)
+    want = np.mean([cross_val_predict(
+        LogisticRegression(max_iter=1000), X[seeds], y[seeds],
+        cv=StratifiedKFold(5, shuffle=True, random_state=int(rs.randint(2**31 - 1))))
+        == y[seeds] for _ in range(3)], axis=0)
+    np.testing.assert_array_equal(index, np.arange(seeds.size))
+    np.testing.assert_allclose(hits, want, rtol=0, atol=1e-12)
+    # a class with a single labelled node: no stratified folds, no check
+    assert features_hits(X, np.r_[y[seeds[:-1]], 3], seeds, np.random.RandomState(0)) is None
 
 
 def test_no_graph_no_propagation():
