@@ -660,31 +660,6 @@ class _DIFFormerBase(NeuralEstimatorBase):
         before any label propagation) and targets (``continued``: in a continued fit);
         nothing here."""
 
-    def _labels_beat_features(self, smoother, random_state, data):
-        """``label_propagation="auto"``'s check: ``(decision, accuracy of the labels spread
-        along the graph, of the most frequent class, of a linear model on the features)``
-        at held-out labelled nodes (:meth:`LabelSmoother.spread_hits`,
-        :func:`features_hits`). On when the spread labels beat the most frequent class,
-        unless the linear model beats them by more than ``PROPAGATION_N_SE`` standard errors
-        of the mean per-node difference: then the propagation would override the network's
-        predictions with its neighbours' labels where the features tell more."""
-        majority = float(smoother.onehot.sum(0).max() / smoother.seeds.size)
-        spread = smoother.spread_hits(random_state)
-        if spread is None:
-            return False, float("nan"), majority, float("nan")
-        inputs = data.inputs
-        found = features_hits(inputs.scaling.transform(inputs.features),
-                              smoother.onehot.argmax(1), smoother.seeds, random_state)
-        accuracy = float(spread.mean())
-        if found is None:
-            return accuracy > majority, accuracy, majority, float("nan")
-        index, hits = found
-        w = np.full(index.size, 1.0 / index.size)
-        features_better = beats_by_se(1.0 - hits, 1.0 - spread[index], w,
-                                      n_se=PROPAGATION_N_SE)[0]
-        return accuracy > majority and not features_better, accuracy, majority, \
-            float(hits.mean())
-
     def _propagate_labels(self, outputs, data):
         """The fitted rows' outputs after the task's use of the known labels (none here)."""
         return outputs
@@ -1240,6 +1215,31 @@ class DIFFormerClassifier(ClassifierTask, _DIFFormerBase):
 
     def _neighbors_hint(self):
         return ", or set n_neighbors to an int (a k-nearest-neighbour graph built by fit)"
+
+    def _labels_beat_features(self, smoother, random_state, data):
+        """``label_propagation="auto"``'s check: ``(decision, accuracy of the labels spread
+        along the graph, of the most frequent class, of a linear model on the features)``
+        at held-out labelled nodes (:meth:`LabelSmoother.spread_hits`,
+        :func:`features_hits`). On when the spread labels beat the most frequent class,
+        unless the linear model beats them by more than ``PROPAGATION_N_SE`` standard errors
+        of the mean per-node difference: then the propagation would override the network's
+        predictions with its neighbours' labels where the features tell more."""
+        majority = float(smoother.onehot.sum(0).max() / smoother.seeds.size)
+        spread = smoother.spread_hits(random_state)
+        if spread is None:
+            return False, float("nan"), majority, float("nan")
+        inputs = data.inputs
+        found = features_hits(inputs.scaling.transform(inputs.features),
+                              smoother.onehot.argmax(1), smoother.seeds, random_state)
+        accuracy = float(spread.mean())
+        if found is None:
+            return accuracy > majority, accuracy, majority, float("nan")
+        index, hits = found
+        w = np.full(index.size, 1.0 / index.size)
+        features_better = beats_by_se(1.0 - hits, 1.0 - spread[index], w,
+                                      n_se=PROPAGATION_N_SE)[0]
+        return accuracy > majority and not features_better, accuracy, majority, \
+            float(hits.mean())
 
     def _propagate_labels(self, outputs, data):
         """Spread the fitted labels over the graph (``label_propagation``), see

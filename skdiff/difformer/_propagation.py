@@ -11,8 +11,10 @@ where ``G0`` is ``beta P`` with the labelled rows replaced by their one-hot labe
 network's predictions instead of zeros). On a homophilous graph this carries the
 labels' information to nodes whose features say little; on a heterophilous one it would
 mislead, so ``"auto"`` first checks on the labelled nodes whether labels spread along the
-graph predict held-out labels better than the most frequent class does. The network's
-weight ``beta`` is chosen by a second check on the labelled nodes.
+graph predict held-out labels better than the most frequent class does
+(:meth:`LabelSmoother.spread_hits`), and not clearly worse than a linear model on the
+features alone (:func:`features_hits`), whose predictions the propagation would override.
+The network's weight ``beta`` is chosen by a second check on the labelled nodes.
 
 The regressor smooths its standardised predictions the same way (:class:`ValueSmoother`),
 labelled values clamped, after checking that values spread along the graph predict
@@ -90,23 +92,11 @@ class LabelSmoother:
         self.alpha = alpha
         self.beta = 1.0  # the network's weight: see choose_network_weight
 
-    def graph_predicts_labels(self, random_state):
-        """Whether labels spread along the graph predict held-out labelled nodes better than
-        the most frequent class: a ``N_FOLDS``-fold check over the labelled nodes.
-
-        Returns ``(decision, accuracy of the spread labels, most frequent class rate)``.
-        """
-        majority = float(self.onehot.sum(0).max() / self.seeds.size)
-        hits = self.spread_hits(random_state)
-        if hits is None:
-            return False, float("nan"), majority
-        accuracy = float(hits.mean())
-        return accuracy > majority, accuracy, majority
-
     def spread_hits(self, random_state):
-        """Whether the labels spread along the graph predict each labelled node in
-        :meth:`graph_predicts_labels`' check (1.0 or 0.0 per node, in the order of
-        ``seeds``), or None with fewer than ``N_FOLDS`` labelled nodes."""
+        """Whether labels spread along the graph predict each held-out labelled node: a
+        ``N_FOLDS``-fold check over the labelled nodes, each fold's nodes predicted from the
+        other folds' labels alone. Returns 1.0 or 0.0 per node, in the order of ``seeds``,
+        or None with fewer than ``N_FOLDS`` labelled nodes."""
         n_seed, k = self.seeds.size, self.onehot.shape[1]
         if n_seed < N_FOLDS:
             return None
