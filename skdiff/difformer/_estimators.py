@@ -1228,9 +1228,9 @@ class DIFFormerClassifier(ClassifierTask, _DIFFormerBase):
         spread = smoother.spread_hits(random_state)
         if spread is None:
             return False, float("nan"), majority, float("nan")
-        inputs = data.inputs
-        found = features_hits(inputs.scaling.transform(inputs.features),
-                              smoother.onehot.argmax(1), smoother.seeds, random_state)
+        inputs = data.inputs  # only the labelled nodes' rows are scaled
+        found = features_hits(inputs.features, smoother.onehot.argmax(1), smoother.seeds,
+                              random_state, transform=inputs.scaling.transform)
         accuracy = float(spread.mean())
         if found is None:
             return accuracy > majority, accuracy, majority, float("nan")

@@ -238,16 +238,17 @@ def smoothed_features(adjacency, features, hops=2):
     return features
 
 
-def features_hits(features, targets, seeds, random_state):
+def features_hits(features, targets, seeds, random_state, transform=None):
     """Whether :class:`~sklearn.linear_model.LogisticRegression` on the features alone
     predicts each held-out labelled node: ``N_FOLDS``-fold stratified cross-validated
     predictions over the labelled nodes ``seeds`` (repeated over ``N_REPEATS`` shuffles
     below ``FEW_LABELS`` of them, each node's hits averaged), on at most
-    ``GRAPH_CHECK_MAX_LABELS`` of them (a random subset beyond).
+    ``GRAPH_CHECK_MAX_LABELS`` of them (a random subset beyond). Only those nodes' rows of
+    ``features`` are read, and ``transform`` (a row-wise scaling) applies to them alone.
 
     Returns ``(index into seeds, hits)``, or None where the check cannot run (fewer than
     two labelled nodes in some class, or more than ``GRAPH_CHECK_MAX_CELLS`` feature
-    values).
+    values in those rows).
     """
     from sklearn.linear_model import LogisticRegression
     from sklearn.model_selection import StratifiedKFold, cross_val_predict
@@ -259,9 +260,10 @@ def features_hits(features, targets, seeds, random_state):
     counts = np.unique(targets[index], return_counts=True)[1]
     n_splits = min(N_FOLDS, int(counts.min()))
     if n_splits < 2 or counts.size < 2 or \
-            features.shape[0] * features.shape[1] > GRAPH_CHECK_MAX_CELLS:
+            index.size * features.shape[1] > GRAPH_CHECK_MAX_CELLS:
         return None
     X, t = features[np.asarray(seeds)[index]], targets[index]
+    X = X if transform is None else transform(X)
     repeats = N_REPEATS if index.size < FEW_LABELS else 1
     hits = np.zeros(index.size)
     for _ in range(repeats):

@@ -90,6 +90,16 @@ def test_features_hits_are_the_stratified_cross_validated_predictions():
         == y[seeds] for _ in range(3)], axis=0)
     np.testing.assert_array_equal(index, np.arange(seeds.size))
     np.testing.assert_allclose(hits, want, rtol=0, atol=1e-12)
+    # a row-wise scaling applied to the labelled rows alone gives the hits of the scaled
+    # matrix
+    from sklearn.preprocessing import StandardScaler
+
+    scaler = StandardScaler().fit(3.0 * X + 1.0)
+    scaled = features_hits(scaler.transform(3.0 * X + 1.0), y[seeds], seeds,
+                           np.random.RandomState(1))
+    rows = features_hits(3.0 * X + 1.0, y[seeds], seeds, np.random.RandomState(1),
+                         transform=scaler.transform)
+    np.testing.assert_array_equal(rows[1], scaled[1])
     # a class with a single labelled node: no stratified folds, no check
     assert features_hits(X, np.r_[y[seeds[:-1]], 3], seeds, np.random.RandomState(0)) is None
 
