@@ -280,6 +280,19 @@ def rows_fingerprint(X):
     return tuple(X.shape), digest
 
 
+def adjacency_fingerprint(A):
+    """A key of a checked adjacency (float CSR): its shape and a hash of all its entries
+    (their positions and weights, in canonical order). Equal exactly when the two matrices
+    are; it reads every stored entry, O(nnz)."""
+    if not A.has_canonical_format:  # sorted, without duplicates: one layout per matrix
+        A = A.copy()
+        A.sum_duplicates()
+    h = hashlib.sha1(np.asarray(A.shape, dtype=np.int64).tobytes())
+    for part, dtype in ((A.indptr, np.int64), (A.indices, np.int64), (A.data, np.float64)):
+        h.update(np.ascontiguousarray(part, dtype=dtype).tobytes())
+    return h.hexdigest()
+
+
 class WeightsStamp:
     """Which weights of a network the fitted caches were computed with.
 

@@ -49,6 +49,7 @@ from ._data import (
     Partitions,
     Reshuffle,
     WeightsStamp,
+    adjacency_fingerprint,
     rows_fingerprint,
     streamed_forward,
     streams,
@@ -323,7 +324,10 @@ as isolated nodes, and warns when X holds the very rows it was fitted on with an
 adjacency). With ``adjacency`` (n, n) over the rows of X: one joint forward
 over them (the paper's transductive setting), for a model fitted with a graph (an
 ``adjacency``, or the classifier's ``n_neighbors``); a model fitted without one has
-no trained graph term and refuses an ``adjacency`` (a ``ValueError``). In graph mode
+no trained graph term and refuses an ``adjacency`` (a ``ValueError``). The rows of
+``fit`` with its adjacency (or, where ``fit`` built the nearest-neighbour graph, the
+rows of ``fit`` alone) are the fitted nodes: their predictions are ``transduction_``'s,
+the known labels propagated where ``label_propagation_`` is set. In graph mode
 (``fit(..., graph=g)``), X holds node ids and the answer comes from a full-graph
 forward (cached at the end of ``fit`` for the fitted graph; pass ``graph`` to predict
 on another graph).
@@ -644,6 +648,13 @@ class _DIFFormerBase(NeuralEstimatorBase):
         self._calibrate(outputs[ids[valid]], data.targets[valid], data.continued)
         outputs = self._propagate_labels(outputs, data)
         self.transduction_ = self._predict_from_outputs(outputs)
+        # features mode with a graph: predict on these rows and this graph gives the same
+        # answers (_on_fitted_rows); not for partial_fit's calls, which add kept rows
+        self._fitted_rows_key = None
+        if data.graph is None and inputs.has_graph and data.extra["n_given"] is None:
+            self._fitted_rows_key = (rows_fingerprint(inputs.features),
+                                     adjacency_fingerprint(inputs.adjacency),
+                                     getattr(self, "n_neighbors_", 0) > 0)
         if data.extra["n_given"] is not None:  # partial_fit's kept rows follow the call's
             self.transduction_ = self.transduction_[:data.extra["n_given"]]
         # graph mode: predictions on the fitted graph are rows of this forward
@@ -706,11 +717,12 @@ class _DIFFormerBase(NeuralEstimatorBase):
         return rows, ids[rows]
 
     def _keep_smoother(self, smoother, data):
-        """Record that the labels were propagated; in graph mode keep the smoother, so that
-        predictions on the fitted graph (Monte Carlo passes too) propagate as well."""
+        """Record that the labels were propagated and keep the smoother, so that predictions
+        on the fitted graph (Monte Carlo passes too) propagate as well: in graph mode the
+        fitted graph's nodes; in features mode the fitted rows with the fitted graph (see
+        :meth:`_on_fitted_rows`)."""
         self.label_propagation_ = True
-        if data.graph is not None:
-            self._smoother = smoother
+        self._smoother = smoother
 
     def _with_neighbors_graph(self, inputs, labelled, reset):
         """``inputs`` with a k-nearest-neighbour graph where the task builds one (none
@@ -756,7 +768,8 @@ class _DIFFormerBase(NeuralEstimatorBase):
 
     # -- prediction ------------------------------------------------------------------------
     def _prepare_predict(self, X, adjacency=None, graph=None):
-        """("cached", ids) | ("joint", inputs) | ("inductive", inputs); see :meth:`predict`."""
+        """("cached", ids) | ("fitted", inputs) | ("joint", inputs) | ("inductive", inputs);
+        see :meth:`predict` ("fitted": the rows and graph of ``fit``, :meth:`_on_fitted_rows`)."""
         check_is_fitted(self)
         self._check_predict_mode(adjacency, graph)
         if graph is not None or self.fitted_on_graph_:
@@ -769,6 +782,9 @@ class _DIFFormerBase(NeuralEstimatorBase):
                 return "cached", GraphInputs(None, ids=check_node_ids(X, g.n_nodes)), g
             return "joint", self._inputs(X, None, g, reset=False), g
         inputs = self._inputs(X, adjacency, None, reset=False)
+        fitted = self._on_fitted_rows(inputs)
+        if fitted is not None:
+            return "fitted", fitted, None
         key = getattr(self, "_graph_rows_key", None)  # absent from older pickles
         if adjacency is None and key is not None \
                 and rows_fingerprint(inputs.features) == key:
@@ -780,6 +796,27 @@ class _DIFFormerBase(NeuralEstimatorBase):
                 "predictions, after label_propagation); silence this warning if isolated "
                 "nodes are meant.", UserWarning, stacklevel=caller_stacklevel())
         return ("joint" if adjacency is not None else "inductive"), inputs, None
+
+    def _on_fitted_rows(self, inputs):
+        """``inputs`` over the fitted graph where they are the rows and graph of a
+        features-mode ``fit`` with a graph, else None.
+
+        The rows of X must be the fitted rows (:func:`rows_fingerprint`) and the adjacency
+        the fitted one, entry for entry (:func:`adjacency_fingerprint`); without an
+        adjacency, where ``fit`` built the k-nearest-neighbour graph itself, that graph is
+        built again from the rows. These are then the fitted nodes, whose known labels
+        predictions propagate as ``transduction_`` does: one forward over the graph, then
+        the smoother kept by :meth:`_keep_smoother`, if the labels were propagated.
+        """
+        key = self.__dict__.get("_fitted_rows_key")  # absent from older pickles
+        if key is None or rows_fingerprint(inputs.features) != key[0]:
+            return None
+        edges, built = key[1:]
+        if not inputs.has_graph:
+            if not built:
+                return None
+            inputs = self._with_neighbors_graph(inputs, None, reset=False)
+        return inputs if adjacency_fingerprint(inputs.adjacency) == edges else None
 
     def _check_node_id_column(self, X, graph):
         """Refuse feature rows where graph mode takes node ids (one column), naming the
@@ -823,6 +860,15 @@ class _DIFFormerBase(NeuralEstimatorBase):
                 f"training rows{knn} to predict with one.")
 
     def _outputs(self, prepared, mc=False):
+        out = self._task_outputs(prepared, mc)
+        return self._smoothed(out) if prepared[0] == "fitted" else out
+
+    def _task_outputs(self, prepared, mc=False):
+        """The outputs before the propagation of the fitted labels over the fitted rows
+        (the network's here; the regressor's may come from its ridge)."""
+        return self._network_outputs(prepared, mc)
+
+    def _network_outputs(self, prepared, mc=False):
         mode, inputs, graph = prepared
         if mode == "cached":
             if not mc:
@@ -830,6 +876,8 @@ class _DIFFormerBase(NeuralEstimatorBase):
                 return self._graph_outputs[inputs.ids]
             inputs = self._inputs(inputs.ids.reshape(-1, 1), None, graph, reset=False)
             return self._smoothed(self._joint_outputs(inputs)[0])[inputs.ids]
+        if mode == "fitted":  # the task propagates the labels on top (_smoothed)
+            return self._joint_outputs(inputs)[0]
         if mode == "joint":
             out = self._joint_outputs(inputs)[0]
             return out if inputs.ids is None else out[inputs.ids]
@@ -1017,8 +1065,9 @@ class DIFFormerClassifier(ClassifierTask, _DIFFormerBase):
         A graph for a fit without one: the ``n_neighbors`` nearest neighbours of every row
         (Euclidean, on the scaled features, symmetrised) become its edges, as the paper
         builds k-NN graphs for its image and text data. The graph enters the network's graph
-        term and ``label_propagation``; new rows at ``predict`` are isolated nodes.
-        ``"auto"``: a 10-NN graph (at most ``n_samples - 1`` neighbours) for
+        term and ``label_propagation``. ``predict`` on the rows of ``fit`` (the whole X)
+        builds it again and answers as ``transduction_``; other rows are new, isolated
+        nodes. ``"auto"``: a 10-NN graph (at most ``n_samples - 1`` neighbours) for
         semi-supervised fits (some rows unlabelled, or of weight 0) and for
         ``attention_scope="graph"``, which attends along its edges, of at most 20,000 rows,
         none otherwise; an int: always without a given graph; ``None``:
@@ -1028,8 +1077,10 @@ class DIFFormerClassifier(ClassifierTask, _DIFFormerBase):
         predictions for the fitted rows (the smoothing step of Correct and Smooth, Huang et
         al., 2021; the iteration of :class:`~sklearn.semi_supervised.LabelSpreading` started
         from the network's class probabilities, labelled rows clamped). It changes
-        ``transduction_`` and, in graph mode, the predictions on the fitted graph's nodes
-        (including :meth:`sample_posterior`); predictions on new rows or another graph are
+        ``transduction_`` and the predictions on the fitted nodes (including
+        :meth:`sample_posterior`): in graph mode the fitted graph's nodes, in features mode
+        the rows of ``fit`` with its adjacency (or with none where ``fit`` built the
+        nearest-neighbour graph); predictions on new rows or another graph are
         the network's alone, since no labels are known there. The rows of
         ``fit(..., validation_mask=...)`` are not propagated (they serve early stopping
         only). ``"auto"``: on when labels
@@ -1439,9 +1490,10 @@ class DIFFormerRegressor(RegressorTask, _DIFFormerBase):
         predictions for the fitted rows: the smoothing step of Correct and Smooth (Huang et
         al., 2021) on the standardised predictions, labelled rows clamped to their values,
         as :class:`DIFFormerClassifier` does with class probabilities. It changes
-        ``transduction_`` and, in graph mode, the predictions on the fitted graph's nodes
-        (including ``return_std`` and :meth:`sample_posterior`); predictions on new rows or
-        another graph are the network's alone. The rows of ``fit(..., validation_mask=...)``
+        ``transduction_`` and the predictions on the fitted nodes (including
+        ``return_std`` and :meth:`sample_posterior`): in graph mode the fitted graph's
+        nodes, in features mode the rows of ``fit`` with its adjacency; predictions on new
+        rows or another graph are the network's alone. The rows of ``fit(..., validation_mask=...)``
         are not propagated. ``True``: with any graph. ``"auto"``: only when values spread
         along the graph predict held-out labelled nodes better than the mean of the others
         does (a 5-fold check over the labelled nodes, a kernel regression over the graph),
@@ -1998,9 +2050,9 @@ class DIFFormerRegressor(RegressorTask, _DIFFormerBase):
         raw_var = softplus_inverse(var)
         return np.hstack([means, np.broadcast_to(raw_var, means.shape)])
 
-    def _outputs(self, prepared, mc=False):
+    def _task_outputs(self, prepared, mc=False):
         if self.__dict__.get("network_used_", True):
-            return self._with_skip(super()._outputs(prepared, mc), prepared[1])
+            return self._with_skip(self._network_outputs(prepared, mc), prepared[1])
         inputs = prepared[1]
         features = self._fallback_features(inputs)
         if inputs.ids is not None:  # the rows of X are these samples of a graph

@@ -155,6 +155,34 @@ def test_graph_mode_predictions_and_samples_propagate(homophilous):
     np.testing.assert_allclose(back.predict_proba(rest[:, None], graph=g), proba)
 
 
+def test_features_mode_predictions_on_the_fitted_rows_propagate(homophilous):
+    X, y, A, y_fit = homophilous
+    clf = DIFFormerClassifier(**FAST).fit(X, y_fit, adjacency=A)
+    assert clf.label_propagation_
+    unlabelled = y_fit == -1
+    # predict on fit's rows and adjacency: the one forward over the graph, labels spread
+    np.testing.assert_array_equal(clf.predict(X, adjacency=A), clf.transduction_)
+    assert np.mean(clf.predict(X, adjacency=A)[unlabelled] == y[unlabelled]) > 0.95
+    assert clf.score(X, np.where(unlabelled, y, -1), adjacency=A) > 0.95
+    samples = clf.sample_posterior(X, n_samples=4, random_state=0, adjacency=A)
+    np.testing.assert_allclose(samples.sum(axis=1), 1.0, rtol=1e-6)
+    assert np.mean(clf.classes_[samples.mean(-1).argmax(1)][unlabelled]
+                   == y[unlabelled]) > 0.95
+    # after a pickle round trip, and for the same matrix in another sparse format
+    back = pickle.loads(pickle.dumps(clf))
+    np.testing.assert_allclose(back.predict_proba(X, adjacency=A.tocoo()),
+                               clf.predict_proba(X, adjacency=A))
+    # another graph over the same rows is another set of nodes: the network's answer alone
+    # (the features say nothing here, so it falls to about chance)
+    other = A.copy().tolil()
+    other[0, 1] = other[1, 0] = 1.0
+    assert np.mean(clf.predict(X, adjacency=other.tocsr())[unlabelled]
+                   == y[unlabelled]) < 0.8
+    # rows other than the fitted ones too
+    assert np.mean(clf.predict(X[:300], adjacency=A[:300, :300])[unlabelled[:300]]
+                   == y[:300][unlabelled[:300]]) < 0.8
+
+
 def test_cross_validation_on_one_graph(homophilous):
     X, y, A, _ = homophilous
     g = Graph(X, A)
@@ -243,8 +271,10 @@ def test_semi_supervised_fit_builds_a_neighbors_graph(digits_semi):
     acc = np.mean(auto.transduction_[unlabelled] == y[unlabelled])
     assert acc > 0.85
     assert acc > np.mean(none.transduction_[unlabelled] == y[unlabelled]) + 0.05
-    # new rows are isolated nodes: their prediction does not depend on the other rows
-    np.testing.assert_allclose(auto.predict_proba(X[:7]), auto.predict_proba(X)[:7],
+    # the fitted rows are predicted as in fit: over their graph, the labels propagated
+    np.testing.assert_array_equal(auto.predict(X), auto.transduction_)
+    # other rows are isolated nodes: their prediction does not depend on the other rows
+    np.testing.assert_allclose(auto.predict_proba(X[:7]), auto.predict_proba(X[:20])[:7],
                                rtol=1e-5, atol=1e-6)
 
 

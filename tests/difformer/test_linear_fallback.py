@@ -78,7 +78,7 @@ def _correction_means(reg, X):
 
     prepared = reg._prepare_predict(X)
     with reg._inference():
-        raw = _DIFFormerBase._outputs(reg, prepared)  # the network's own outputs
+        raw = _DIFFormerBase._network_outputs(reg, prepared)  # the network's own outputs
     return reg._with_skip(raw, prepared[1])[:, 0], raw[:, 0]
 
 

@@ -57,6 +57,11 @@ def test_spreading_values_on_a_homophilous_graph(homophilous):
     assert _mse(on, y, y_fit) < 0.9 * _mse(off, y, y_fit)
     labelled = ~np.isnan(y_fit)  # the known values stay as given
     np.testing.assert_allclose(on.transduction_[labelled], y_fit[labelled], rtol=1e-5)
+    # predict on the fitted rows and adjacency answers as transduction_, the known values
+    # with a standard deviation of 0
+    mean, std = on.predict(X, adjacency=A, return_std=True)
+    np.testing.assert_allclose(mean, on.transduction_, rtol=1e-6, atol=1e-9)
+    assert np.all(std[labelled] == 0) and np.all(std[~labelled] > 0)
 
 
 def test_auto_leaves_a_heterophilous_graph_alone(heterophilous):
