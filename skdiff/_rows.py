@@ -14,7 +14,19 @@ import scipy.sparse as sp
 
 __all__ = ["KeptRows", "feature_row_hashes", "row_hashes", "stack_rows"]
 
-_FNV_OFFSET, _FNV_PRIME = np.uint64(0xCBF29CE484222325), np.uint64(0x100000001B3)
+_SEED = np.uint64(0xCBF29CE484222325)
+_MIX1, _MIX2 = np.uint64(0xBF58476D1CE4E5B9), np.uint64(0x94D049BB133111EB)
+_GOLDEN = np.uint64(0x9E3779B97F4A7C15)
+
+
+def _mix(x):
+    """SplitMix64's finaliser, elementwise: every input bit reaches every output bit."""
+    x = x ^ (x >> np.uint64(30))
+    x = x * _MIX1
+    x = x ^ (x >> np.uint64(27))
+    x = x * _MIX2
+    return x ^ (x >> np.uint64(31))
+
 
 #: Rows per block of :func:`feature_row_hashes` (converted to dense float64 a block at a time).
 _HASH_BLOCK = 4096
@@ -22,17 +34,20 @@ _HASH_BLOCK = 4096
 
 def row_hashes(*arrays):
     """A 64-bit hash of each row of ``arrays`` (aligned by rows), from the rows' bytes:
-    equal rows hash alike, whatever batch they come in. FNV-style over 8-byte words, a
-    vectorised pass over the words (columns), not the rows."""
+    equal rows hash alike, whatever batch they come in. Each 8-byte word is folded in as
+    ``h = mix(h + golden + mix(word))`` (SplitMix64's finaliser; order matters), a vectorised
+    pass over the words (columns), not the rows. The words of floats hold their information
+    in the high bits (small integers as float64 leave the low bytes zero), so the full
+    mixing matters: a multiplicative hash alone lets such rows collide."""
     n = arrays[0].shape[0]
-    h = np.full(n, _FNV_OFFSET, dtype=np.uint64)
+    h = np.full(n, _SEED, dtype=np.uint64)
     for a in arrays:
         raw = np.ascontiguousarray(a).reshape(n, -1).view(np.uint8)
         pad = -raw.shape[1] % 8
         if pad:
             raw = np.concatenate([raw, np.zeros((n, pad), dtype=np.uint8)], axis=1)
         for word in np.ascontiguousarray(raw).view(np.uint64).T:
-            h = (h ^ word) * _FNV_PRIME  # wraps modulo 2**64
+            h = _mix(h + _GOLDEN + _mix(word))  # wraps modulo 2**64
     return h
 
 

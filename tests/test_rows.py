@@ -25,6 +25,20 @@ def test_feature_rows_hash_alike_sparse_dense_float32_and_float64():
     assert np.unique(row_hashes(dense, y)).size == 9000
 
 
+def test_distinct_rows_of_small_integers_hash_apart():
+    # float64 words of small integers hold their bits high, the low bytes zero: a
+    # multiplicative hash alone let 3,498 distinct rows of {0, 1, 2} share 800 hashes
+    rng = np.random.RandomState(0)
+    Z = rng.randint(0, 3, size=(5000, 8)).astype(np.float64)
+    assert np.unique(feature_row_hashes(Z)).size == np.unique(Z, axis=0).shape[0] == 3498
+    from sklearn.datasets import load_digits
+
+    digits = load_digits().data  # 1,797 distinct rows of integers 0-16
+    assert np.unique(feature_row_hashes(digits)).size == 1797
+    # the order of the columns counts
+    assert row_hashes(np.array([[1.0, 2.0]]))[0] != row_hashes(np.array([[2.0, 1.0]]))[0]
+
+
 def test_kept_rows_hold_every_distinct_row_up_to_the_limit():
     X, t, lab, s, w = _rows(30)
     kept = KeptRows.of(X, t, lab, s, w, row_hashes(X, t, w), max_rows=100, seed=0)

@@ -325,9 +325,10 @@ adjacency). With ``adjacency`` (n, n) over the rows of X: one joint forward
 over them (the paper's transductive setting), for a model fitted with a graph (an
 ``adjacency``, or the classifier's ``n_neighbors``); a model fitted without one has
 no trained graph term and refuses an ``adjacency`` (a ``ValueError``). The rows of
-``fit`` with its adjacency (or, where ``fit`` built the nearest-neighbour graph, the
-rows of ``fit`` alone) are the fitted nodes: their predictions are ``transduction_``'s,
-the known labels propagated where ``label_propagation_`` is set. In graph mode
+``fit`` with its adjacency are the fitted nodes, and so, where ``fit`` built the
+nearest-neighbour graph, is every row equal to a fitted row, given without an adjacency:
+their predictions are ``transduction_``'s, the known labels propagated where
+``label_propagation_`` is set. In graph mode
 (``fit(..., graph=g)``), X holds node ids and the answer comes from a full-graph
 forward (cached at the end of ``fit`` for the fitted graph; pass ``graph`` to predict
 on another graph).
@@ -650,11 +651,15 @@ class _DIFFormerBase(NeuralEstimatorBase):
         self.transduction_ = self._predict_from_outputs(outputs)
         # features mode with a graph: predict on these rows and this graph gives the same
         # answers (_on_fitted_rows); not for partial_fit's calls, which add kept rows
-        self._fitted_rows_key = None
+        self._fitted_rows_key = self._fitted_rows = None
         if data.graph is None and inputs.has_graph and data.extra["n_given"] is None:
+            built = getattr(self, "n_neighbors_", 0) > 0
             self._fitted_rows_key = (rows_fingerprint(inputs.features),
-                                     adjacency_fingerprint(inputs.adjacency),
-                                     getattr(self, "n_neighbors_", 0) > 0)
+                                     adjacency_fingerprint(inputs.adjacency), built)
+            if built:  # at most AUTO_NEIGHBORS_MAX_ROWS rows, kept as LabelSpreading's X_
+                hashes = feature_row_hashes(inputs.features)
+                order = np.argsort(hashes, kind="stable")  # a repeated row: its first copy
+                self._fitted_rows = (inputs.features, hashes[order], order)
         if data.extra["n_given"] is not None:  # partial_fit's kept rows follow the call's
             self.transduction_ = self.transduction_[:data.extra["n_given"]]
         # graph mode: predictions on the fitted graph are rows of this forward
@@ -784,7 +789,7 @@ class _DIFFormerBase(NeuralEstimatorBase):
         inputs = self._inputs(X, adjacency, None, reset=False)
         fitted = self._on_fitted_rows(inputs)
         if fitted is not None:
-            return "fitted", fitted, None
+            return "fitted", fitted[0], fitted[1:]
         key = getattr(self, "_graph_rows_key", None)  # absent from older pickles
         if adjacency is None and key is not None \
                 and rows_fingerprint(inputs.features) == key:
@@ -798,25 +803,45 @@ class _DIFFormerBase(NeuralEstimatorBase):
         return ("joint" if adjacency is not None else "inductive"), inputs, None
 
     def _on_fitted_rows(self, inputs):
-        """``inputs`` over the fitted graph where they are the rows and graph of a
-        features-mode ``fit`` with a graph, else None.
+        """``(inputs over the fitted graph, positions, other rows)`` where the rows of X are
+        nodes of a features-mode ``fit`` with a graph, else None.
 
-        The rows of X must be the fitted rows (:func:`rows_fingerprint`) and the adjacency
-        the fitted one, entry for entry (:func:`adjacency_fingerprint`); without an
-        adjacency, where ``fit`` built the k-nearest-neighbour graph itself, that graph is
-        built again from the rows. These are then the fitted nodes, whose known labels
-        predictions propagate as ``transduction_`` does: one forward over the graph, then
-        the smoother kept by :meth:`_keep_smoother`, if the labels were propagated.
+        With an adjacency, X must hold the fitted rows (:func:`rows_fingerprint`) and the
+        adjacency be the fitted one, entry for entry (:func:`adjacency_fingerprint`):
+        ``(inputs, None, None)``. Where ``fit`` built the k-nearest-neighbour graph itself
+        and no adjacency is given, every row of X equal to a fitted row (kept, with their
+        :func:`~skdiff._rows.feature_row_hashes`) is that node: the fitted rows with their
+        graph built again, the fitted position of every row of X (-1: a new row) and the
+        new rows' inputs (None if there are none). The known labels belong to these nodes,
+        so their predictions propagate them as ``transduction_`` does: one forward over the
+        graph, then the smoother kept by :meth:`_keep_smoother`, if the labels were
+        propagated (:meth:`_outputs`).
         """
         key = self.__dict__.get("_fitted_rows_key")  # absent from older pickles
-        if key is None or rows_fingerprint(inputs.features) != key[0]:
+        if key is None:
             return None
         edges, built = key[1:]
         if not inputs.has_graph:
-            if not built:
+            kept = self.__dict__.get("_fitted_rows")
+            if not built or kept is None or inputs.n == 0:
                 return None
-            inputs = self._with_neighbors_graph(inputs, None, reset=False)
-        return inputs if adjacency_fingerprint(inputs.adjacency) == edges else None
+            features, sorted_hashes, order = kept
+            hashes = feature_row_hashes(inputs.features)
+            at = np.minimum(np.searchsorted(sorted_hashes, hashes), sorted_hashes.size - 1)
+            hit = sorted_hashes[at] == hashes
+            if not hit.any():
+                return None
+            positions = np.where(hit, order[at], -1)
+            new = None if hit.all() else dataclasses.replace(
+                inputs, features=inputs.features[np.flatnonzero(~hit)], _tensors={})
+            full = self._with_neighbors_graph(  # the kept rows are validated already
+                GraphInputs(features, self._feature_scaling, None, self.device_), None,
+                reset=False)
+            return full, positions, new
+        if rows_fingerprint(inputs.features) != key[0] \
+                or adjacency_fingerprint(inputs.adjacency) != edges:
+            return None
+        return inputs, None, None
 
     def _check_node_id_column(self, X, graph):
         """Refuse feature rows where graph mode takes node ids (one column), naming the
@@ -860,8 +885,20 @@ class _DIFFormerBase(NeuralEstimatorBase):
                 f"training rows{knn} to predict with one.")
 
     def _outputs(self, prepared, mc=False):
-        out = self._task_outputs(prepared, mc)
-        return self._smoothed(out) if prepared[0] == "fitted" else out
+        mode, inputs, extra = prepared
+        if mode != "fitted":
+            return self._task_outputs(prepared, mc)
+        # the fitted nodes: one forward over the fitted graph, the known labels propagated
+        out = self._smoothed(self._task_outputs((mode, inputs, None), mc))
+        positions, new = extra
+        if positions is None:  # X is the fitted rows, in order
+            return out
+        hit = positions >= 0
+        res = np.empty((positions.size, out.shape[1]))
+        res[hit] = out[positions[hit]]
+        if new is not None:  # rows of X that are not fitted rows: new, isolated nodes
+            res[~hit] = self._task_outputs(("inductive", new, None), mc)
+        return res
 
     def _task_outputs(self, prepared, mc=False):
         """The outputs before the propagation of the fitted labels over the fitted rows
@@ -1065,13 +1102,14 @@ class DIFFormerClassifier(ClassifierTask, _DIFFormerBase):
         A graph for a fit without one: the ``n_neighbors`` nearest neighbours of every row
         (Euclidean, on the scaled features, symmetrised) become its edges, as the paper
         builds k-NN graphs for its image and text data. The graph enters the network's graph
-        term and ``label_propagation``. ``predict`` on the rows of ``fit`` (the whole X)
-        builds it again and answers as ``transduction_``; other rows are new, isolated
-        nodes. ``"auto"``: a 10-NN graph (at most ``n_samples - 1`` neighbours) for
+        term and ``label_propagation``. The fitted rows are kept (as ``LabelSpreading``
+        keeps ``X_``): a row given to ``predict`` equal to one of them is that node,
+        predicted as in ``transduction_``; other rows are new, isolated nodes.
+        ``"auto"``: a 10-NN graph (at most ``n_samples - 1`` neighbours) for
         semi-supervised fits (some rows unlabelled, or of weight 0) and for
         ``attention_scope="graph"``, which attends along its edges, of at most 20,000 rows,
-        none otherwise; an int: always without a given graph; ``None``:
-        never. A given ``adjacency`` or ``graph`` always takes precedence.
+        none otherwise; an int: always without a given graph; ``None``: never. A given
+        ``adjacency`` or ``graph`` always takes precedence.
     label_propagation : "auto" or bool, default="auto"
         With a graph, spread the known labels along its edges on top of the network's
         predictions for the fitted rows (the smoothing step of Correct and Smooth, Huang et
@@ -1079,8 +1117,8 @@ class DIFFormerClassifier(ClassifierTask, _DIFFormerBase):
         from the network's class probabilities, labelled rows clamped). It changes
         ``transduction_`` and the predictions on the fitted nodes (including
         :meth:`sample_posterior`): in graph mode the fitted graph's nodes, in features mode
-        the rows of ``fit`` with its adjacency (or with none where ``fit`` built the
-        nearest-neighbour graph); predictions on new rows or another graph are
+        the rows of ``fit`` with its adjacency (or, with none where ``fit`` built the
+        nearest-neighbour graph, any fitted row); predictions on new rows or another graph are
         the network's alone, since no labels are known there. The rows of
         ``fit(..., validation_mask=...)`` are not propagated (they serve early stopping
         only). ``"auto"``: on when labels

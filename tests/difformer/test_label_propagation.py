@@ -271,10 +271,22 @@ def test_semi_supervised_fit_builds_a_neighbors_graph(digits_semi):
     acc = np.mean(auto.transduction_[unlabelled] == y[unlabelled])
     assert acc > 0.85
     assert acc > np.mean(none.transduction_[unlabelled] == y[unlabelled]) + 0.05
-    # the fitted rows are predicted as in fit: over their graph, the labels propagated
+    # the fitted rows are predicted as in fit: over their graph, the labels propagated,
+    # whichever of them X holds and in any order (LabelSpreading.predict's behaviour)
     np.testing.assert_array_equal(auto.predict(X), auto.transduction_)
-    # other rows are isolated nodes: their prediction does not depend on the other rows
-    np.testing.assert_allclose(auto.predict_proba(X[:7]), auto.predict_proba(X[:20])[:7],
+    order = np.random.RandomState(0).permutation(len(X))[:50]
+    np.testing.assert_array_equal(auto.predict(X[order]), auto.transduction_[order])
+    np.testing.assert_array_equal(auto.predict(X[unlabelled].astype(np.float32)),
+                                  auto.transduction_[unlabelled])  # same values
+    samples = auto.sample_posterior(X[order], n_samples=3, random_state=0)
+    np.testing.assert_allclose(samples, auto.sample_posterior(X, n_samples=3,
+                                                              random_state=0)[order])
+    # other rows are new, isolated nodes: their prediction does not depend on the other
+    # rows, fitted ones among them or not
+    new = X[:7] + 0.5
+    mixed = auto.predict_proba(np.r_[X[order[:5]], new])
+    np.testing.assert_allclose(mixed[5:], auto.predict_proba(new), rtol=1e-5, atol=1e-6)
+    np.testing.assert_allclose(auto.predict_proba(new[:3]), auto.predict_proba(new)[:3],
                                rtol=1e-5, atol=1e-6)
 
 
