@@ -162,15 +162,36 @@ def test_the_logits_start_at_the_cross_validated_logistic_regression():
     lr2 = LogisticRegression(C=binary.logistic_C_, max_iter=2000).fit(Xs[:90], y[:90] == "a")
     np.testing.assert_allclose(binary.predict_proba(X[90:]), lr2.predict_proba(Xs[90:]),
                                atol=1e-4)
-    # without the start (the default): the paper's network alone
+    # without the start (the default on dense features): the paper's network alone
     plain = DIFFormerClassifier(**kw).fit(X[:90], y[:90])
     assert plain.logistic_C_ is None and plain.module_.skip is None
+    assert plain.feature_scaling_ == "standard" and not plain.logistic_start_
+    assert clf.logistic_start_
     assert np.abs(plain.predict_proba(X[90:]) - lr.predict_proba(Xs[90:])).max() > 0.1
     # a class without training rows (partial_fit with classes): no start, still trains
     part = DIFFormerClassifier(**kw, logistic_start=True).partial_fit(
         X[:90], np.where(y[:90] == "c", "a", y[:90]), classes=["a", "b", "c"])
     assert part.logistic_C_ is None and not part.module_.skip.weight.any()
     assert part.predict_proba(X[90:]).shape == (30, 3)
+
+
+def test_auto_starts_at_a_logistic_regression_on_bag_of_words_features():
+    """logistic_start="auto": on where the features are scaled by rows (bag-of-words,
+    feature_scaling_ "row"), off otherwise; True / False force it."""
+    rng = np.random.default_rng(0)
+    topics = rng.dirichlet(np.full(200, 0.1), size=3)
+    y = np.repeat([0, 1, 2], 40)
+    counts = np.stack([rng.multinomial(20, topics[c]) for c in y]).astype(float)
+    X = sp.csr_matrix((counts > 0).astype(float))  # binary word presence
+    kw = dict(n_layers=1, hidden_dim=8, max_epochs=5, random_state=0, device="cpu")
+    auto = DIFFormerClassifier(**kw).fit(X, y)
+    assert auto.feature_scaling_ == "row" and auto.logistic_start_
+    assert auto.logistic_C_ is not None and auto.module_.skip is not None
+    off = DIFFormerClassifier(**kw, logistic_start=False).fit(X, y)
+    assert not off.logistic_start_ and off.module_.skip is None
+    # the same features scaled by columns: no start
+    standard = DIFFormerClassifier(**kw, feature_scaling="standard").fit(X, y)
+    assert not standard.logistic_start_ and standard.logistic_C_ is None
 
 
 def test_the_network_corrects_the_logistic_start_where_classes_are_not_linear():
