@@ -656,7 +656,7 @@ class _DIFFormerBase(NeuralEstimatorBase):
             built = getattr(self, "n_neighbors_", 0) > 0
             self._fitted_rows_key = (rows_fingerprint(inputs.features),
                                      adjacency_fingerprint(inputs.adjacency), built)
-            if built:  # at most AUTO_NEIGHBORS_MAX_ROWS rows, kept as LabelSpreading's X_
+            if built:  # kept as LabelSpreading keeps X_ (at most 20,000 rows with 'auto')
                 hashes = feature_row_hashes(inputs.features)
                 order = np.argsort(hashes, kind="stable")  # a repeated row: its first copy
                 self._fitted_rows = (inputs.features, hashes[order], order)
