@@ -654,12 +654,14 @@ class _DIFFormerBase(NeuralEstimatorBase):
         outputs = self._propagate_labels(outputs, data)
         self.transduction_ = self._predict_from_outputs(outputs)
         # features mode with a graph: predict on these rows and this graph gives the same
-        # answers (_on_fitted_rows); not for partial_fit's calls, which add kept rows
-        self._fitted_rows_key = self._fitted_rows = None
+        # answers (_on_fitted_rows), from these outputs while the weights stay those of fit;
+        # not for partial_fit's calls, which add kept rows
+        self._fitted_rows_key = self._fitted_rows = self._fitted_outputs = None
         if data.graph is None and inputs.has_graph and data.extra["n_given"] is None:
             built = getattr(self, "n_neighbors_", 0) > 0
             self._fitted_rows_key = (rows_fingerprint(inputs.features),
                                      adjacency_fingerprint(inputs.adjacency), built)
+            self._fitted_outputs = outputs
             if built:  # kept as LabelSpreading keeps X_ (at most 20,000 rows with 'auto')
                 hashes = feature_row_hashes(inputs.features)
                 order = np.argsort(hashes, kind="stable")  # a repeated row: its first copy
@@ -814,12 +816,11 @@ class _DIFFormerBase(NeuralEstimatorBase):
         adjacency be the fitted one, entry for entry (:func:`adjacency_fingerprint`):
         ``(inputs, None, None)``. Where ``fit`` built the k-nearest-neighbour graph itself
         and no adjacency is given, every row of X equal to a fitted row (kept, with their
-        :func:`~skdiff._rows.feature_row_hashes`) is that node: the fitted rows with their
-        graph built again, the fitted position of every row of X (-1: a new row) and the
-        new rows' inputs (None if there are none). The known labels belong to these nodes,
-        so their predictions propagate them as ``transduction_`` does: one forward over the
-        graph, then the smoother kept by :meth:`_keep_smoother`, if the labels were
-        propagated (:meth:`_outputs`).
+        :func:`~skdiff._rows.feature_row_hashes`) is that node: ``(None, the fitted
+        position of every row of X (-1: a new row), the new rows' inputs or None)``, the
+        fitted rows' inputs built only where :meth:`_outputs` runs a forward
+        (:meth:`_kept_graph_inputs`). The known labels belong to these nodes, so their
+        predictions are ``transduction_``'s (:meth:`_outputs`).
         """
         key = self.__dict__.get("_fitted_rows_key")  # absent from older pickles
         if key is None:
@@ -829,7 +830,7 @@ class _DIFFormerBase(NeuralEstimatorBase):
             kept = self.__dict__.get("_fitted_rows")
             if not built or kept is None or inputs.n == 0:
                 return None
-            features, sorted_hashes, order = kept
+            _, sorted_hashes, order = kept
             hashes = feature_row_hashes(inputs.features)
             at = np.minimum(np.searchsorted(sorted_hashes, hashes), sorted_hashes.size - 1)
             hit = sorted_hashes[at] == hashes
@@ -838,14 +839,19 @@ class _DIFFormerBase(NeuralEstimatorBase):
             positions = np.where(hit, order[at], -1)
             new = None if hit.all() else dataclasses.replace(
                 inputs, features=inputs.features[np.flatnonzero(~hit)], _tensors={})
-            full = self._with_neighbors_graph(  # the kept rows are validated already
-                GraphInputs(features, self._feature_scaling, None, self.device_), None,
-                reset=False)
-            return full, positions, new
+            return None, positions, new
         if rows_fingerprint(inputs.features) != key[0] \
                 or adjacency_fingerprint(inputs.adjacency) != edges:
             return None
         return inputs, None, None
+
+    def _kept_graph_inputs(self):
+        """The kept fitted rows with their k-nearest-neighbour graph built again (already
+        validated and scaled as in ``fit``)."""
+        features = self._fitted_rows[0]
+        return self._with_neighbors_graph(
+            GraphInputs(features, self._feature_scaling, None, self.device_), None,
+            reset=False)
 
     def _check_node_id_column(self, X, graph):
         """Refuse feature rows where graph mode takes node ids (one column), naming the
@@ -892,8 +898,16 @@ class _DIFFormerBase(NeuralEstimatorBase):
         mode, inputs, extra = prepared
         if mode != "fitted":
             return self._task_outputs(prepared, mc)
-        # the fitted nodes: one forward over the fitted graph, the known labels propagated
-        out = self._smoothed(self._task_outputs((mode, inputs, None), mc))
+        # the fitted nodes: fit's forward over the fitted graph, the known labels propagated;
+        # run again for Monte Carlo passes and where the weights changed after fit (which
+        # does not renew the stamp: inductive predictions still need fit's summaries)
+        stamp = self.__dict__.get("_weights_stamp")
+        if not mc and stamp is not None and stamp.matches(self.module_):
+            out = self._fitted_outputs
+        else:
+            if inputs is None:
+                inputs = self._kept_graph_inputs()
+            out = self._smoothed(self._task_outputs((mode, inputs, None), mc))
         positions, new = extra
         if positions is None:  # X is the fitted rows, in order
             return out

@@ -12,8 +12,8 @@ network's predictions instead of zeros). On a homophilous graph this carries the
 labels' information to nodes whose features say little; on a heterophilous one it would
 mislead, so ``"auto"`` first checks on the labelled nodes whether labels spread along the
 graph predict held-out labels better than the most frequent class does
-(:meth:`LabelSmoother.spread_hits`), and not clearly worse than a linear model on the
-features alone (:func:`features_hits`), whose predictions the propagation would override.
+(:meth:`LabelSmoother.spread_hits`), and not worse than a linear model on the features
+alone (:func:`features_hits`), whose predictions the propagation would override.
 The network's weight ``beta`` is chosen by a second check on the labelled nodes.
 
 The regressor smooths its standardised predictions the same way (:class:`ValueSmoother`),

@@ -6,6 +6,7 @@ import re
 import numpy as np
 import pytest
 import scipy.sparse as sp
+import torch
 from sklearn.linear_model import LogisticRegression
 from sklearn.model_selection import StratifiedKFold, cross_val_predict, cross_val_score
 
@@ -172,6 +173,15 @@ def test_features_mode_predictions_on_the_fitted_rows_propagate(homophilous):
     back = pickle.loads(pickle.dumps(clf))
     np.testing.assert_allclose(back.predict_proba(X, adjacency=A.tocoo()),
                                clf.predict_proba(X, adjacency=A))
+    # those answers come from fit's forward while the weights are fit's; the forward run
+    # again (no stamp to vouch for the weights) gives the same, and other weights others
+    del back._weights_stamp
+    np.testing.assert_array_equal(back.predict(X, adjacency=A), clf.transduction_)
+    with torch.no_grad():
+        back.module_.fc_out.bias[0] += 50.0  # class 0 everywhere the network decides
+    changed = back.predict(X, adjacency=A)
+    np.testing.assert_array_equal(changed[~unlabelled], y_fit[~unlabelled])  # clamped
+    assert np.mean(changed[unlabelled] != clf.transduction_[unlabelled]) > 0.2
     # another graph over the same rows is another set of nodes: the network's answer alone
     # (the features say nothing here, so it falls to about chance)
     other = A.copy().tolil()
@@ -281,6 +291,9 @@ def test_semi_supervised_fit_builds_a_neighbors_graph(digits_semi):
     np.testing.assert_array_equal(auto.predict(X[order]), auto.transduction_[order])
     np.testing.assert_array_equal(auto.predict(X[unlabelled].astype(np.float32)),
                                   auto.transduction_[unlabelled])  # same values
+    rerun = pickle.loads(pickle.dumps(auto))  # the forward and graph run again
+    del rerun._weights_stamp
+    np.testing.assert_array_equal(rerun.predict(X[order]), auto.transduction_[order])
     samples = auto.sample_posterior(X[order], n_samples=3, random_state=0)
     np.testing.assert_allclose(samples, auto.sample_posterior(X, n_samples=3,
                                                               random_state=0)[order])

@@ -414,8 +414,13 @@ def test_on_a_graph_the_ridge_reads_the_features_and_their_graph_average(graph_t
     calls = []
     monkeypatch.setattr(est_module, "smoothed_features",
                         lambda *a: calls.append(1) or smoothed_features(*a))
+    # on the fitted rows and graph the answers are fit's: no pass at all
     reg.predict(X, adjacency=A, return_std=True)
-    reg.sample_posterior(X, 50, adjacency=A, random_state=0)
+    assert calls == []
+    # the same graph with its nodes in another order is another graph to predict on
+    order = np.arange(len(X))[::-1]
+    reg.predict(X[order], adjacency=A[order][:, order], return_std=True)
+    reg.sample_posterior(X[order], 50, adjacency=A[order][:, order], random_state=0)
     assert len(calls) == 3  # predict's mean and std, sample_posterior's moments
     scored = ~labelled
     plain = RidgeCV(alphas=list(FALLBACK_ALPHAS)).fit(F[labelled], y[labelled])
