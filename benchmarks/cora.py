@@ -22,7 +22,8 @@ chosen on the validation nodes.
 ``y`` holding the split's training labels and ``-1`` elsewhere (no validation nodes), scored
 on the test nodes by ``transduction_``; its models are ``d`` (the defaults), ``d_avg``
 (``weight_averaging=True``: a moving average of the last epochs' weights) and ``d_n3``
-(``n_init=3``).
+(``n_init=3``), and ``l0``, ``l0_avg``, ``l0_n3``: the same three with
+``logistic_start=False`` (the paper's network alone).
 
 Run: ``python benchmarks/cora.py [--protocol recipe|defaults] [--seeds 5] [--data-home DIR]
 [--models s,a] [--splits public,official,numpy] [--set max_epochs=1000 ...] [--device cuda]
@@ -89,6 +90,11 @@ DEFAULTS_MODELS = {
     "d": ("DIFFormerClassifier() defaults", {}),
     "d_avg": ("defaults, weight_averaging=True", {"weight_averaging": True}),
     "d_n3": ("defaults, n_init=3", {"n_init": 3}),
+    # the paper's network alone: the same three without the logistic start
+    "l0": ("defaults, logistic_start=False", {"logistic_start": False}),
+    "l0_avg": ("logistic_start=False, weight_averaging=True",
+               {"logistic_start": False, "weight_averaging": True}),
+    "l0_n3": ("logistic_start=False, n_init=3", {"logistic_start": False, "n_init": 3}),
 }
 PAPER = {"DIFFormer-s": 85.9, "DIFFormer-s (defaults)": 85.9, "DIFFormer-s, hidden 128": 85.9,
          "DIFFormer-a": 84.1, "DIFFormer-a (defaults)": 84.1, "DIFFormer-a, hidden 128": 84.1,

@@ -22,6 +22,7 @@ import tempfile
 import threading
 import uuid
 import weakref
+from collections.abc import Mapping
 from copy import deepcopy
 from pathlib import Path
 
@@ -32,8 +33,10 @@ from skorch import NeuralNet
 from skorch.callbacks import Callback, EarlyStopping
 from skorch.dataset import get_len
 from skorch.hf import AccelerateMixin
+from skorch.utils import to_tensor
 
 from .nn._dropout import Dropout
+from .nn.sparse import SparseRows
 
 __all__ = [
     "TORCH_LOCK",
@@ -327,11 +330,23 @@ class Net(NeuralNet):
 
     def infer(self, x, **fit_params):
         if self.autocast_dtype is None:
-            return super().infer(x, **fit_params)
+            return self._infer(x, **fit_params)
         device = torch.device(self.device or "cpu").type
         with torch.autocast(device, dtype=self.autocast_dtype):
-            out = super().infer(x, **fit_params)
+            out = self._infer(x, **fit_params)
         return out.float() if torch.is_tensor(out) else out  # the loss runs in float32
+
+    def _infer(self, x, **fit_params):
+        """skorch's ``infer``, with :class:`~skdiff.nn.SparseRows` among the values
+        of a dict input passed to the module as they are (on the net's device): skorch's
+        ``to_tensor`` converts tensors, arrays and scipy matrices only."""
+        if not (isinstance(x, Mapping) and
+                any(isinstance(v, SparseRows) for v in x.values())):
+            return super().infer(x, **fit_params)
+        x = {k: (v if self.device is None else v.to(self.device))
+             if isinstance(v, SparseRows) else to_tensor(v, device=self.device)
+             for k, v in x.items()}
+        return self.module_(**self._merge_x_and_fit_params(x, fit_params))
 
     def fit_loop(self, X, y=None, epochs=None, **fit_params):
         self.interrupted_ = None

@@ -5,9 +5,10 @@ from .diffusion_attention import DiffusionAttention
 from .flow_attention import FlowAttention, default_chunk_size, flow_attention
 from .flowformer import Flowformer, SoftmaxAttention
 from .ndp import NDPNoiseModel
+from .sparse import SparseRows, sparse_linear
 
 __all__: list[str] = []
 __all__ += [
     "FlowAttention", "Flowformer", "SoftmaxAttention", "default_chunk_size", "flow_attention"]
-__all__ += ["DIFFormer", "DiffusionAttention"]
+__all__ += ["DIFFormer", "DiffusionAttention", "SparseRows", "sparse_linear"]
 __all__ += ["NDPNoiseModel"]

@@ -26,8 +26,19 @@ from torch.utils.checkpoint import checkpoint
 from .._docs import fill_doc
 from ._dropout import Dropout
 from .diffusion_attention import ATTENTION_DOCS, DiffusionAttention
+from .sparse import SparseRows, sparse_linear
 
 __all__ = ["DIFFormer"]
+
+
+def _linear(layer, x):
+    """``layer`` (an :class:`~torch.nn.Linear`) applied to dense rows, sparse COO rows or
+    :class:`~skdiff.nn.SparseRows` (CSR with its transpose: the fast sparse path)."""
+    if isinstance(x, SparseRows):
+        return sparse_linear(x, layer.weight, layer.bias)
+    if x.is_sparse:
+        return torch.sparse.mm(x, layer.weight.t()) + layer.bias
+    return layer(x)
 
 
 @fill_doc(ATTENTION_DOCS)
@@ -63,7 +74,8 @@ class DIFFormer(nn.Module):
 
     Notes
     -----
-    Shapes: x (n, in_dim) dense or sparse COO; adj sparse normalised (n, n) or None -> (n, out_dim).
+    Shapes: x (n, in_dim) dense, sparse COO or :class:`~skdiff.nn.SparseRows` (the
+    fast sparse path); adj sparse normalised (n, n) or None -> (n, out_dim).
     """
 
     def __init__(self, in_dim, out_dim, *, hidden_dim=64, n_layers=2, n_heads=1, alpha=0.5,
@@ -137,7 +149,7 @@ class DIFFormer(nn.Module):
 
         Parameters
         ----------
-        x : Tensor of shape (n, in_dim), dense or sparse COO
+        x : Tensor of shape (n, in_dim), dense or sparse COO, or SparseRows
             Input rows.
 
         Returns
@@ -147,13 +159,10 @@ class DIFFormer(nn.Module):
         """
         if self.skip is None:
             return 0
-        if x.is_sparse:
-            return torch.sparse.mm(x, self.skip.weight.t()) + self.skip.bias
-        return self.skip(x)
+        return _linear(self.skip, x)
 
     def _input(self, x):
-        h = torch.sparse.mm(x, self.fc_in.weight.t()) + self.fc_in.bias if x.is_sparse \
-            else self.fc_in(x)
+        h = _linear(self.fc_in, x)
         return self.dropout(torch.relu(self.norm_in(h)), site="input")
 
     def _step(self, i, z, p):
@@ -202,7 +211,7 @@ class DIFFormer(nn.Module):
 
         Parameters
         ----------
-        x : Tensor of shape (n, in_dim), dense or sparse COO
+        x : Tensor of shape (n, in_dim), dense or sparse COO, or SparseRows
             The (training) rows new rows will attend to.
         adj : sparse Tensor of shape (n, n) or None, default=None
             Normalised adjacency among the rows of ``x`` used in the forward that produces
@@ -228,7 +237,7 @@ class DIFFormer(nn.Module):
 
         Parameters
         ----------
-        x : Tensor of shape (b, in_dim), dense or sparse COO
+        x : Tensor of shape (b, in_dim), dense or sparse COO, or SparseRows
             The new rows; each is predicted on its own, independent of the others.
         summaries : list of dict
             The training rows' :meth:`summaries`, one per layer.
@@ -253,7 +262,7 @@ class DIFFormer(nn.Module):
 
         Parameters
         ----------
-        x : Tensor of shape (n, in_dim), dense or sparse COO
+        x : Tensor of shape (n, in_dim), dense or sparse COO, or SparseRows
             The rows, attending to each other in one joint forward.
         adj : sparse Tensor of shape (n, n) or None, default=None
             Normalised adjacency among the rows (the graph term of the layers below
