@@ -54,7 +54,21 @@ class SparseRows:
 
     @classmethod
     def from_scipy(cls, F, device="cpu", dtype=torch.float32):
-        """The rows of the scipy sparse matrix ``F`` (any format) on ``device``."""
+        """The rows of a scipy sparse matrix.
+
+        Parameters
+        ----------
+        F : scipy sparse matrix of shape (n, f)
+            Any format; duplicate entries are summed.
+        device : str or torch.device, default="cpu"
+            Where the tensors are put.
+        dtype : torch.dtype, default=torch.float32
+            The values' dtype.
+
+        Returns
+        -------
+        SparseRows
+        """
         F = sp.csr_matrix(F)
         F.sum_duplicates()
         F.sort_indices()
@@ -81,7 +95,19 @@ class SparseRows:
         return self.rows.shape[0]
 
     def to(self, *args, **kwargs):
-        """Moved or cast as :meth:`torch.Tensor.to` (a new object; this one is unchanged)."""
+        """Moved or cast as :meth:`torch.Tensor.to` (a new object; this one is unchanged).
+
+        Parameters
+        ----------
+        *args, **kwargs
+            Those of :meth:`torch.Tensor.to` (a device, a dtype, ``non_blocking``, ...),
+            applied to both tensors.
+
+        Returns
+        -------
+        SparseRows
+            ``self`` where nothing changes.
+        """
         rows, columns = self.rows.to(*args, **kwargs), self.columns.to(*args, **kwargs)
         return self if rows is self.rows and columns is self.columns else \
             SparseRows(rows, columns)
@@ -126,7 +152,9 @@ def sparse_linear(x, weight, bias=None):
     x : SparseRows
         The rows, shape (n, f).
     weight : Tensor of shape (out, f)
+        The map's weight (its gradient is computed; the rows get none).
     bias : Tensor of shape (out,) or None, default=None
+        Added to every row's output.
 
     Returns
     -------
