@@ -1241,7 +1241,7 @@ class DIFFormerClassifier(ClassifierTask, _DIFFormerBase):
     (``benchmarks/defaults.py``). The official recipe for
     citation graphs with the public validation nodes is ``n_layers=8, lr=1e-3,
     weight_decay=0.01, max_epochs=500, n_iter_no_change=500, graph_weight=None,
-    label_propagation=False`` with ``validation_mask``;
+    label_propagation=False, logistic_start=False`` with ``validation_mask``;
     the benchmark pages give the accuracy measured with it beside the paper's.
 
     See Also
