@@ -902,9 +902,8 @@ class _DIFFormerBase(NeuralEstimatorBase):
         # run again for Monte Carlo passes and where the weights changed after fit (which
         # does not renew the stamp: inductive predictions still need fit's summaries)
         stamp = self.__dict__.get("_weights_stamp")
-        if not mc and stamp is not None and stamp.matches(self.module_):
-            out = self._fitted_outputs
-        else:
+        out = self.__dict__.get("_fitted_outputs")  # absent from older pickles
+        if mc or out is None or stamp is None or not stamp.matches(self.module_):
             if inputs is None:
                 inputs = self._kept_graph_inputs()
             out = self._smoothed(self._task_outputs((mode, inputs, None), mc))

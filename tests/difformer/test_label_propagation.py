@@ -177,6 +177,9 @@ def test_features_mode_predictions_on_the_fitted_rows_propagate(homophilous):
     # again (no stamp to vouch for the weights) gives the same, and other weights others
     del back._weights_stamp
     np.testing.assert_array_equal(back.predict(X, adjacency=A), clf.transduction_)
+    older = pickle.loads(pickle.dumps(clf))  # a pickle without the kept outputs
+    del older._fitted_outputs
+    np.testing.assert_array_equal(older.predict(X, adjacency=A), clf.transduction_)
     with torch.no_grad():
         back.module_.fc_out.bias[0] += 50.0  # class 0 everywhere the network decides
     changed = back.predict(X, adjacency=A)
