@@ -19,9 +19,10 @@ def add_runtime_args(parser):
 
 
 def add_sampler_arg(parser):
-    """Add ``--sampler``: NDPRegressor's sampler, by default the estimator's own (``"auto"``:
-    the tiered path with a one-kernel prior, the fast one with the others)."""
-    parser.add_argument("--sampler", default="auto", choices=("auto", "tiered", "fast", "ddpm"),
+    """Add ``--sampler``: NDPRegressor's sampler, by default the estimator's own (``"auto"``,
+    :func:`skdiff.ndp._estimator.auto_sampler`)."""
+    parser.add_argument("--sampler", default="auto",
+                        choices=("auto", "tiered", "fast", "ddpm", "tweedie"),
                         help="NDPRegressor's sampler (default: its default, 'auto')")
 
 

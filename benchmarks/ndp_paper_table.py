@@ -60,7 +60,7 @@ def main(argv=None):
     p.add_argument("--json", default=None, help="write the table here")
     args = p.parse_args(argv)
     # the prior's default sampler (sampler="auto") first
-    order = {"tiered": 0, "fast": 1, "ddpm": 2}
+    order = {"tweedie": 0, "tiered": 1, "fast": 2, "ddpm": 3}
 
     def default(r):
         return auto_sampler(get_prior_config(r["prior"], r["n_dims"]))
@@ -68,7 +68,7 @@ def main(argv=None):
     rows = sorted((r for path in args.runs for r in rows_of(path)),
                   key=lambda r: (r["n_dims"], r["kernel"], r["prior"] != r["kernel"],
                                  -r["n_tasks"], r["sampler"] != default(r),
-                                 order.get(r["sampler"], 3)))
+                                 order.get(r["sampler"], 4)))
     print(f"{'task':14s} {'prior':9s} {'sampler':7s} {'tasks':>5s} {'NDP':>15s} "
           f"{'released':>9s} {'prior Bayes':>15s} {'GP samples':>15s} {'GP analytic':>15s}")
     for r in rows:

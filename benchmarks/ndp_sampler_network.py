@@ -80,6 +80,11 @@ SAMPLERS = {
     "c24-U6": dict(n_steps=24, n_resample=6, spacing="cubic"),
     "c27-U5": dict(n_steps=27, n_resample=5, spacing="cubic"),
     "c26-U5": dict(n_steps=26, n_resample=5, spacing="cubic"),
+    # Tweedie correction (NDPRegressor's sampler="tweedie"): the prior's Gaussian
+    # approximation given the context (PriorConfig.context_covariance), no repeats; 64 and
+    # 32 cubic levels (55 and 29 evaluations)
+    "c64-tweedie": dict(n_steps=64, n_resample=0, spacing="cubic", covariance="prior"),
+    "c32-tweedie": dict(n_steps=32, n_resample=0, spacing="cubic", covariance="prior"),
 }
 REFERENCE = "ddpm500-U5"
 
@@ -112,9 +117,12 @@ def expected_loglik(samples, mean, cov, jitter=1e-9):
     return float(-0.5 * (tr + d @ d + 2 * np.log(np.diag(L)).sum() + n * np.log(2 * np.pi)) / n)
 
 
-def draw(module, schedule, task, kwargs, n_samples, seed):
+def draw(module, schedule, task, kwargs, n_samples, seed, config=None):
     Xc, yc, Xt, _ = task
     f32 = lambda a: torch.as_tensor(a, dtype=torch.float32)  # noqa: E731
+    if kwargs.get("covariance") == "prior":  # the Tweedie correction's covariance
+        kwargs = dict(kwargs, covariance=config.context_covariance(
+            np.concatenate([Xc, Xt]), np.asarray(yc).ravel()))
     torch.manual_seed(seed)
     t0 = time.perf_counter()
     with torch.no_grad():
@@ -183,7 +191,7 @@ def main(argv=None):
                     samples, seconds = z["samples"], float(z["seconds"])
                 else:
                     samples, seconds = draw(module, schedule, task, SAMPLERS[name],
-                                            args.n_samples, seed)
+                                            args.n_samples, seed, config)
                     if f is not None:
                         f.parent.mkdir(parents=True, exist_ok=True)
                         np.savez(f, samples=samples, seconds=seconds)

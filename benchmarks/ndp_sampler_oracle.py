@@ -79,7 +79,8 @@ def main(argv=None):
         # kl[size, task] = (KL(sampler || exact), KL(exact || sampler))
         kl = np.array([[(kl_per_point(m, P, mu, Sig), kl_per_point(mu, Sig, m, P))
                         for K, C, yc, mu, Sig in tasks[c]
-                        for m, P in [sampler_moments(schedule, K, C, yc, path, eta)]]
+                        for m, P in [sampler_moments(schedule, K, C, yc, path, eta,
+                                                     tweedie="covariance" in kw)]]
                        for c in sizes])
         rows.append({"sampler": name, "evaluations": n_evaluations(path), "kwargs": kw,
                      "kl_per_point": kl[:, :, 0].mean(1).tolist(),

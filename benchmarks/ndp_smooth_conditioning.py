@@ -3,9 +3,10 @@
 Tasks: 1-D draws of an SE GP of lengthscale 0.35 times the interval (x in [0, 10]), noise
 standard deviation 0.02, 4-12 context points and 50 query points on the same interval: functions
 smoother than the ``gp`` prior's typical draw, from which a few points pin the function down.
-Every task is fitted with the defaults and with more RePaint repeats (``n_resample``), and
-scored by ``sample_posterior(n_samples=128)``: the mean squared error of the samples' mean at
-the queries and the joint log-likelihood per point of the Gaussian moment-matched to them (the
+Every task is fitted with the defaults, with more RePaint repeats (``n_resample``) and with
+the Tweedie-corrected sampler (``sampler="tweedie"``; ``--configs`` picks some), and scored
+by ``sample_posterior(n_samples=128)``: the mean squared error of the samples' mean at the
+queries and the joint log-likelihood per point of the Gaussian moment-matched to them (the
 NDP paper's metric). Beside them, on the same inputs and under the same input map and target
 scaling, the mean of the ``gp`` prior's own Bayes posterior (the mixture of GPs it was trained
 on, conditioned on the context: what a perfectly trained network with an exact conditional
@@ -15,6 +16,9 @@ Run (about 10 minutes on two cores; the oracle part takes a minute)::
 
     python benchmarks/ndp_smooth_conditioning.py --json \\
         benchmarks/results/ndp_smooth_conditioning.json
+
+The oracle part also runs the Tweedie correction with the exact covariance (64 cubic levels,
+``n_resample`` "tweedie" in its rows).
 """
 
 from __future__ import annotations
@@ -44,7 +48,7 @@ from tests.diffusion.oracle import gp_posterior, kl_per_point, sampler_moments  
 
 #: NDPRegressor settings compared (the defaults first).
 CONFIGS = {"defaults": {}, "n_resample=8": {"n_resample": 8},
-           "n_resample=12": {"n_resample": 12}}
+           "n_resample=12": {"n_resample": 12}, "sampler=tweedie": {"sampler": "tweedie"}}
 
 
 def make_tasks(n_tasks, seed):
@@ -65,7 +69,9 @@ def make_tasks(n_tasks, seed):
 
 def oracle_rows(n_tasks, seed, repeats=(4, 12)):
     """RePaint's own error with exact noise predictions on SE draws of several lengthscales
-    (the module docstring): one row per lengthscale, context size and repeats."""
+    (the module docstring): one row per lengthscale, context size and repeats, and one for
+    the Tweedie correction with the exact covariance (64 cubic levels, no repeats:
+    ``n_resample`` "tweedie")."""
     from skdiff.diffusion import NoiseSchedule
 
     schedule = NoiseSchedule.official()
@@ -73,17 +79,19 @@ def oracle_rows(n_tasks, seed, repeats=(4, 12)):
     rng = np.random.RandomState(seed)
     levels = strided_levels(schedule.T, 32, "cubic")
     paths = {u: resample_path(levels, u) for u in repeats}
+    paths["tweedie"] = resample_path(strided_levels(schedule.T, 64, "cubic"), 0)
     rows = []
     for ls in (0.25, 0.6, 1.2):
         for c in (3, 8):
-            scores = {u: [] for u in repeats}
+            scores = {u: [] for u in paths}
             for _ in range(n_tasks):
                 x = rng.uniform(-1.8, 1.8, c + 40)
                 K = gp_kernel(x[:, None], x[:, None], "se", ls, 1.0) + noise * np.eye(len(x))
                 y = np.linalg.cholesky(K) @ rng.standard_normal(len(x))
                 mu, cov = gp_posterior(K, c, y[:c])
                 for u, path in paths.items():
-                    m, P = sampler_moments(schedule, K, c, y[:c], path)
+                    m, P = sampler_moments(schedule, K, c, y[:c], path,
+                                           tweedie=u == "tweedie")
                     scores[u].append((np.mean((m - mu) ** 2 / np.diag(cov)),
                                       kl_per_point(mu, cov, m, P)))
             for u, v in scores.items():
@@ -101,18 +109,23 @@ def main(argv=None):
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("--n-tasks", type=int, default=8)
     p.add_argument("--seed", type=int, default=123, help="task seed")
+    p.add_argument("--configs", nargs="+", default=list(CONFIGS), choices=list(CONFIGS),
+                   help="the NDPRegressor settings to run (default: all)")
     p.add_argument("--json", default=None, help="write the results here")
     add_runtime_args(p)
     args = p.parse_args(argv)
     apply_runtime_args(args)
     warnings.simplefilter("ignore")
     oracle = oracle_rows(args.n_tasks, args.seed)
-    per = {name: {"mse": [], "loglik": [], "seconds": []} for name in CONFIGS}
+    configs = {name: CONFIGS[name] for name in args.configs}
+    if "defaults" not in configs:  # the gp prior's Bayes posterior uses the defaults' fit
+        configs = {"defaults": {}, **configs}
+    per = {name: {"mse": [], "loglik": [], "seconds": []} for name in configs}
     bayes, gpr = {"mse": []}, {"mse": [], "loglik": []}
     evaluations = {}
     for i, (xc, yc, xq, yq) in enumerate(make_tasks(args.n_tasks, args.seed)):
         line = []
-        for name, kw in CONFIGS.items():
+        for name, kw in configs.items():
             t0 = time.perf_counter()
             est = NDPRegressor(random_state=0, **kw).fit(xc, yc)
             samples = est.sample_posterior(xq, n_samples=128, random_state=i)
@@ -120,8 +133,9 @@ def main(argv=None):
             per[name]["mse"].append(float(np.mean((samples.mean(1) - yq) ** 2)))
             per[name]["loglik"].append(float(gaussian_log_likelihood(yq, samples)))
             # the level path of the estimator's own sampler (sampler_ resolved in fit)
+            tweedie = est.sampler_ == "tweedie"  # no repeats: one evaluation per level
             path = sampler_path(est.schedule_, {**est._levels_kwargs(),
-                                                "n_resample": est.n_resample})
+                                                "n_resample": 0 if tweedie else est.n_resample})
             evaluations[name] = n_evaluations(path)
             line.append(f"{name} {per[name]['mse'][-1]:.4f}")
             if name == "defaults":

@@ -492,22 +492,34 @@ def _ndp_sampler_network(doc):
 LEVELS_SAMPLERS = {0: "c32-U4 c24-U5 c24-U6 c27-U5 c26-U5", 1: "c32-U4 c26-U5 c24-U5 c27-U5"}
 
 
-def _sampler_network_claim(kernel, title, seed=1, prior=None, repeats=False, levels=False):
+def _sampler_network_claim(kernel, title, seed=1, prior=None, repeats=False, levels=False,
+                           tweedie=False):
     """The paired sampler runs on 8 tasks of task seed 1 against the paper's sampler, or on
     the 16 tasks of the paper-task table (task seed 0) against the fast sampler; with the
     kernel's own prior, or with ``prior``. ``repeats``: the fast path with more RePaint
     repeats on those 16 tasks, or on 16 tasks of task seed 1 (each candidate run once).
     ``levels``: fewer levels with more repeats, at most the fast path's cost, on the 16
-    tasks of task seed ``seed``."""
+    tasks of task seed ``seed``. ``tweedie``: the Tweedie-corrected sampler beside the tiered
+    and fast paths on the 16 tasks of the paper-task table (each run once)."""
     prior = prior or kernel
-    if levels:
+    if tweedie:
+        file = f"ndp_sampler_network_{'' if prior == kernel else prior + '_'}tweedie_{kernel}" \
+               "_seed0.json"
+    elif levels:
         file = f"ndp_sampler_network_{prior}_levels_{kernel}_seed{seed}.json"
     elif repeats and seed == 1:
         file = f"ndp_sampler_network_{prior}_repeats_{kernel}_seed1.json"
     else:
         file = (f"ndp_sampler_network_{'' if prior == kernel else prior + '_'}"
                 f"{'repeats_' if repeats else ''}{kernel}{'_seed0' if seed == 0 else ''}.json")
-    if levels:
+    if tweedie:
+        tasks, reference, runs = "16 tasks (those of the paper-task table)", (
+            "the fast sampler (c32-U4)"), (
+            "--n-tasks 16 --seed 0", "--reference c32-U4 --samplers c32-U4 c40-U4/1 "
+            "c64-tweedie")
+        compared = "the fast sampler, 32 cubic levels with 4 RePaint repeats (c32-U4)."
+        repeats = True
+    elif levels:
         tasks, reference, runs = (
             "16 tasks" + (" (those of the paper-task table)" if seed == 0 else
                           " (not those of the paper-task table)"),
@@ -548,10 +560,12 @@ def _sampler_network_claim(kernel, title, seed=1, prior=None, repeats=False, lev
         "expectation "
         "over targets from the exact GP posterior (no noise from the single target draw). "
         "Differences are paired means ± standard errors over the tasks. Names: c = cubic "
-        "level spacing, the number of levels, U = RePaint repeats; c40-U4/1 is the tiered "
-        "path (U = 4 on jumps back to levels >= 40, U = 1 below), NDPRegressor's default "
-        "with the per-kernel priors; c32-U4 is the fast sampler, its default with the "
-        "others; t150-U12/4 takes U = 12 on jumps back to levels >= 150 and U = 4 below.",
+        "level spacing, the number of levels, U = RePaint repeats; c64-tweedie is the "
+        "Tweedie-corrected sampler (64 levels, no repeats, the prior's own covariance), "
+        "NDPRegressor's default with the per-kernel priors; c40-U4/1 is the tiered path "
+        "(U = 4 on jumps back to levels >= 40, U = 1 below); c32-U4 is the fast sampler, "
+        "its default with the others; t150-U12/4 takes U = 12 on jumps back to levels "
+        ">= 150 and U = 4 below.",
         file,
         f"python benchmarks/ndp_sampler_network.py {runs[0]} --kernel {kernel} "
         f"--prior {prior} {runs[1]} --repeats {1 if repeats else 2} "
@@ -859,6 +873,25 @@ CLAIMS = {
         "runs: [...], rows: [{key, split, dataset, metric, params, skdiff: {score}, "
         "best_baseline, baseline_score, status}] (defaults.py's format)",
         _defaults_candidate),
+    "defaults_tweedie": Claim(
+        "The Tweedie correction on the defaults benchmark", "NDPRegressor(random_state=0, "
+        "sampler='tweedie') with the gp prior on the dev rows of the defaults benchmark "
+        "(functions) and, once the setting was recommended for smooth functions, on the two "
+        "held-out rows of smooth functions where the defaults lose to ML-II GPR (SE draws "
+        "with little noise, quadratics), beside the defaults' own score on the same row "
+        "(docs/benchmarks/defaults.md) and the row's strongest baseline. The gp prior's "
+        "default stays the fast RePaint path.",
+        "defaults_tweedie.json",
+        "OMP_NUM_THREADS=1 python benchmarks/defaults.py --estimators NDPRegressor --split dev "
+        "--threads 1 --set sampler=\"'tweedie'\" --reuse-baselines "
+        "--json benchmarks/results/defaults_tweedie.json --no-render; "
+        "OMP_NUM_THREADS=1 python benchmarks/defaults.py --estimators NDPRegressor --split "
+        "heldout --rows 'l=0.25 noise=0.01' quadratic --threads 1 --set sampler=\"'tweedie'\" "
+        "--reuse-baselines --json benchmarks/results/defaults_tweedie.json --no-render",
+        "not in the paper (an skdiff setting).",
+        "runs: [...], rows: [{key, split, dataset, metric, params, skdiff: {score}, "
+        "best_baseline, baseline_score, status}] (defaults.py's format)",
+        _defaults_candidate),
     "digits": Claim(
         "Semi-supervised digits", "Accuracy on the unlabelled rows of the digits data with 10 "
         "labels per class, against scikit-learn's semi-supervised estimators.",
@@ -1126,9 +1159,10 @@ CLAIMS = {
         "own samples: what a perfect sampler scores) and the exact GP's analytic predictive "
         "(the optimum). The run column names the results file of ndp_interpolation.py behind "
         "the row; its command is in that file. The sampler column names NDPRegressor's "
-        "sampler, the default for the row's prior marked: the tiered path (140 network "
-        "evaluations; the default with the per-kernel priors), the fast one (141; the "
-        "default with the gp prior) or the paper's DDPM-500 with RePaint U = 5 (2,995). "
+        "sampler, the default for the row's prior marked: the Tweedie-corrected one (55 "
+        "network evaluations; the default with the per-kernel priors), the tiered path "
+        "(140), the fast one (141; the default with the gp prior) or the paper's DDPM-500 "
+        "with RePaint U = 5 (2,995). "
         "DDPM-500 ran on 8 tasks, beside the other two on the same 8; the gp prior's rows "
         "at D = 2 are of the fast sampler only.",
         "ndp_paper_tasks.json",
@@ -1155,6 +1189,13 @@ CLAIMS = {
         "benchmarks/results/ndp_interpolation_matern52_d3_tiered.json "
         "benchmarks/results/ndp_interpolation.json "
         "benchmarks/results/ndp_interpolation_gp_tiered.json "
+        "benchmarks/results/ndp_interpolation_se_tweedie16.json "
+        "benchmarks/results/ndp_interpolation_matern52_tweedie16.json "
+        "benchmarks/results/ndp_interpolation_se_d2_tweedie.json "
+        "benchmarks/results/ndp_interpolation_matern52_d2_tweedie.json "
+        "benchmarks/results/ndp_interpolation_se_d3_tweedie.json "
+        "benchmarks/results/ndp_interpolation_matern52_d3_tweedie.json "
+        "benchmarks/results/ndp_interpolation_gp_tweedie.json "
         "--json benchmarks/results/ndp_paper_tasks.json",
         "released NDP (128,000 steps): SE 0.392, -0.690, -1.137 and Matérn-5/2 -0.029, "
         "-1.031, -1.333 at D = 1, 2, 3.",
@@ -1209,6 +1250,30 @@ CLAIMS = {
         "not in the paper.",
         "oracle: [{lengthscale, context, n_resample, evaluations, mean_error, kl}]",
         _ndp_smooth_oracle),
+    "ndp_smooth_conditioning_tweedie": Claim(
+        "Smooth contexts and the Tweedie correction", "The tasks of the first smooth-context "
+        "table (task seed 123): NDPRegressor with the defaults (the gp prior's fast sampler) "
+        "and with sampler='tweedie', which conditions every step through the prior's "
+        "Gaussian components instead of RePaint repeats; beside them the gp prior's own "
+        "Bayes posterior and ML-II GaussianProcessRegressor.",
+        "ndp_smooth_conditioning_tweedie.json",
+        "python benchmarks/ndp_smooth_conditioning.py --configs defaults sampler=tweedie "
+        "--threads 1 --json benchmarks/results/ndp_smooth_conditioning_tweedie.json",
+        "not in the paper.",
+        "rows: [{method, evaluations, median_mse, median_loglik, seconds, mse, loglik}]",
+        _ndp_smooth_conditioning),
+    "ndp_smooth_conditioning_tweedie_oracle": Claim(
+        "RePaint and the Tweedie correction with exact noise predictions", "The oracle "
+        "table above (exact noise predictions of a GP, moments computed exactly, SE draws of "
+        "lengthscale 0.25, 0.6 and 1.2 on the domain, 3 or 8 context points, 40 targets, 8 "
+        "tasks each) with the Tweedie correction beside RePaint: n_resample 'tweedie' is 64 "
+        "cubic levels without repeats, corrected with the exact covariance.",
+        "ndp_smooth_conditioning_tweedie.json",
+        "python benchmarks/ndp_smooth_conditioning.py --configs defaults sampler=tweedie "
+        "--threads 1 --json benchmarks/results/ndp_smooth_conditioning_tweedie.json",
+        "not in the paper.",
+        "oracle: [{lengthscale, context, n_resample, evaluations, mean_error, kl}]",
+        _ndp_smooth_oracle),
     "ndp_metric_ceiling": Claim(
         "The metric on exact posterior samples", "Log-likelihood per target point that "
         "samples of the exact GP posterior (true hyper-parameters) score under the paper's "
@@ -1232,6 +1297,9 @@ CLAIMS = {
     "ndp_sampler_network_se_seed0": _sampler_network_claim("se", "SE", seed=0),
     "ndp_sampler_network_matern52_seed0": _sampler_network_claim("matern52", "Matérn-5/2",
                                                                  seed=0),
+    **{f"ndp_sampler_network_tweedie_{kernel}_seed0": _sampler_network_claim(
+        kernel, title, seed=0, tweedie=True)
+       for kernel, title in (("se", "SE"), ("matern52", "Matérn-5/2"))},
     "ndp_sampler_network_gp_se_seed0": _sampler_network_claim("se", "SE", seed=0,
                                                               prior="gp"),
     "ndp_sampler_network_gp_matern52_seed0": _sampler_network_claim(
@@ -1253,10 +1321,11 @@ CLAIMS = {
         "error; KL(p‖s) is what it costs the paper's metric with unlimited samples. SE draws "
         "(lengthscale 0.25), 50 targets, 16 functions, each conditioned on its first 1, 5 "
         "and 9 points; the names give the level spacing (q quadratic, c cubic, u uniform), "
-        "the number of levels and the RePaint repeats U. The estimator's tiered path, its "
-        "default with the per-kernel priors, is c40-U4/1 (U = 4 on jumps back to levels "
-        ">= 40, U = 1 below); its fast sampler, the default with the other priors, is "
-        "c32-U4.",
+        "the number of levels and the RePaint repeats U. The estimator's tiered path is "
+        "c40-U4/1 (U = 4 on jumps back to levels >= 40, U = 1 below); its fast sampler, the "
+        "default with the gp prior, is c32-U4; c64-tweedie and c32-tweedie are its Tweedie "
+        "correction (here with the exact covariance: the default with the per-kernel priors) "
+        "on 64 and 32 cubic levels without repeats.",
         "ndp_sampler_oracle.json",
         "python benchmarks/ndp_sampler_oracle.py --json "
         "benchmarks/results/ndp_sampler_oracle.json",

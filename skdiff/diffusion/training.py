@@ -33,6 +33,7 @@ from skorch.history import History
 from torch.utils.data import Dataset
 
 from .._checks import fit_scale
+from .._docs import fill_doc, parse_docs
 from .._engine import FiniteLossGuard, Net, atomic_write, first_item, torch_seed
 from ..datasets._gp import KERNELS, check_anisotropic, gp_kernel, make_gp_functions
 from ..nn.ndp import NDPNoiseModel
@@ -49,6 +50,18 @@ __all__ = [
     "train_prior",
     "warmup_cosine",
 ]
+
+
+#: Parameters of :meth:`PriorConfig.context_components` and ``context_covariance``.
+CONTEXT_DOCS = parse_docs("""
+X : ndarray of shape (n, n_dims)
+    Inputs in the prior's domain, the ``len(y)`` context inputs first.
+y : ndarray of shape (n_context,)
+    The context's values on the prior's scale.
+n_quadrature : int
+    Quantiles of a lengthscale distribution averaged over.
+""")
+CONTEXT_DOCS["context_inputs"] = ["X", "y", "n_quadrature"]
 
 
 @dataclass(frozen=True)
@@ -474,6 +487,106 @@ class PriorConfig:
         log_p = np.concatenate(log_p)
         top = log_p.max()
         return float(top + np.log(np.mean(np.exp(log_p - top))))
+
+    def _component_matrices(self, X, n_quadrature, index):
+        """The noise-free kernel matrices at ``X`` of the components ``index`` (positions in
+        the order of :meth:`_kernel_matrices`, concatenated): ``[len(index), n, n]``."""
+        index = np.asarray(index, dtype=np.int64)
+        n, d = X.shape
+        if self.anisotropic and d > 1:
+            per_dim = max(4, round(n_quadrature ** (1 / d)))
+            q = self.lengthscale_quantiles(per_dim)
+            grid = np.stack(np.meshgrid(*[q] * d, indexing="ij"), -1).reshape(-1, d)
+
+            def matrices(kernel, rows):
+                Xb = X / grid[rows][:, None, :]
+                return gp_kernel(Xb, Xb, kernel, 1.0, self.variance)
+            per = len(grid)
+        else:
+            lengths = self.lengthscale_quantiles(n_quadrature)
+
+            def matrices(kernel, rows):
+                Xb = np.broadcast_to(X, (len(rows),) + X.shape)
+                return gp_kernel(Xb, Xb, kernel, lengths[rows], self.variance)
+            per = len(lengths)
+        out = np.empty((len(index), n, n))
+        for k, kernel in enumerate(self.kernels):
+            rows = np.flatnonzero(index // per == k)
+            if len(rows):
+                out[rows] = matrices(kernel, index[rows] % per)
+        return out
+
+    @fill_doc(CONTEXT_DOCS)
+    def context_components(self, X, y, n_quadrature=16, components=None):
+        """The components of this prior's training distribution at the inputs ``X`` with
+        their posterior probabilities given the values ``y`` at its first rows (the
+        context): the Gaussian mixture the Tweedie correction of
+        :func:`~skdiff.diffusion.conditional_sample` draws each sample's covariance from.
+
+        The components are those of :meth:`log_evidence` (the kernels times
+        ``n_quadrature`` equally weighted quantiles of the lengthscale distribution; one
+        for a prior of one kernel and one lengthscale), each a covariance with the noise
+        variance on its diagonal; the weights are proportional to their densities of the
+        context (equal without one).
+
+        Parameters
+        ----------
+        %(context_inputs)s
+        components : array-like of int, default=None
+            Return the covariances of these components only (positions in the weights'
+            order); ``None``: all of them.
+
+        Returns
+        -------
+        covariances : ndarray of shape (n_components, n, n)
+            Or ``(len(components), n, n)``.
+        weights : ndarray of shape (n_components,)
+            Posterior probabilities of all components, summing to 1.
+
+        Raises
+        ------
+        ValueError
+            For a prior trained on a family of functions, which has no kernel.
+        """
+        if self.from_functions:
+            raise ValueError("A prior trained on a family of functions has no kernel: its "
+                             "Gaussian components (context_components) are undefined. Use "
+                             "RePaint conditioning (NDPRegressor(sampler='fast')).")
+        X = np.asarray(X, dtype=np.float64)
+        y = np.asarray(y, dtype=np.float64).ravel()
+        C, n = len(y), len(X)
+        Kc = np.concatenate(self._kernel_matrices(X[:C], n_quadrature))  # [components, C, C]
+        w = np.ones(len(Kc))
+        if C and len(Kc) > 1:
+            L = np.linalg.cholesky(Kc + (self.noise + 1e-10) * np.eye(C))
+            a = np.linalg.solve(L, np.broadcast_to(y[:, None], (len(L), C, 1)))[..., 0]
+            log_p = -0.5 * (a ** 2).sum(-1) - np.log(np.diagonal(L, axis1=-2, axis2=-1)).sum(-1)
+            w = np.exp(log_p - log_p.max())
+        index = np.arange(len(w)) if components is None else np.asarray(components)
+        if index.size and (index.min() < 0 or index.max() >= len(w)):
+            raise ValueError(f"'components' must be positions in [0, {len(w)}); got "
+                             f"{index.tolist()[:8]}.")
+        K = self._component_matrices(X, n_quadrature, index) + self.noise * np.eye(n)
+        return K, w / w.sum()
+
+    @fill_doc(CONTEXT_DOCS)
+    def context_covariance(self, X, y, n_quadrature=16):
+        """The Gaussian approximation of this prior at the inputs ``X`` given the values
+        ``y`` at its first rows: the average of :meth:`context_components`' covariances
+        under their posterior weights (a one-kernel prior's own covariance), so a smooth
+        context asks for long lengthscales.
+
+        Parameters
+        ----------
+        %(context_inputs)s
+
+        Returns
+        -------
+        covariance : ndarray of shape (n, n)
+            Noise variance included.
+        """
+        K, w = self.context_components(X, y, n_quadrature)
+        return np.einsum("k,kij->ij", w, K)
 
     def draw_functions(self, n_functions, random_state):
         """``n_functions`` training functions of this prior (a :func:`make_gp_functions` Bunch).

@@ -25,17 +25,28 @@ from ._prior_cache import default_cache_dir, pretrained_prior, trained_prior
 __all__ = ["NDPRegressor", "gaussian_log_likelihood", "log_likelihood_scorer"]
 
 
+#: Levels (cubically spaced) of ``sampler="tweedie"`` when ``n_sampling_steps`` is None.
+TWEEDIE_STEPS = 64
+
+
 def auto_sampler(config):
     """``NDPRegressor(sampler="auto")``'s sampler for a prior's configuration.
 
-    ``"tiered"`` for a GP prior of one kernel and one lengthscale (the registered ``"se"`` and
-    ``"matern52"``, however loaded), on whose tasks the tiered path scores above the fast
-    sampler; ``"fast"`` for every other prior: the marginalising ``"gp"``, on whose SE tasks
-    it scores below, and priors trained on functions, on which it is not measured.
+    For a GP prior of one kernel and one lengthscale (the registered ``"se"`` and
+    ``"matern52"``, however loaded), whose own covariance the Tweedie correction assumes:
+    ``"tweedie"`` in one and two dimensions, where on the paper's tasks it scores above the
+    tiered and fast paths at under half their network evaluations, and ``"tiered"`` in three
+    or more, where it scored below them (0.06-0.07 nats per point on 16 tasks of either
+    kernel). ``"fast"`` for every other prior: the marginalising ``"gp"``, whose Gaussian
+    approximation is a mixture and whose samples the correction left less well calibrated
+    on the development rows of ``benchmarks/defaults.py``, and priors trained on functions,
+    which have no kernel.
     """
     fixed = (not config.from_functions and len(config.kernels) == 1
              and isinstance(config.lengthscale_sampler(), numbers.Real))
-    return "tiered" if fixed else "fast"
+    if not fixed:
+        return "fast"
+    return "tweedie" if config.n_dims <= 2 else "tiered"
 
 
 def _psd_root(cov):
@@ -147,7 +158,16 @@ class NDPRegressor(RegressorMixin, EstimatorBase):
     pretrained : bool, default=True
         Use the shipped weights. ``False`` trains a prior of this configuration (minutes;
         cached in ``cache_dir``).
-    sampler : {"auto", "tiered", "fast", "ddpm"}, default="auto"
+    sampler : {"auto", "tiered", "fast", "ddpm", "tweedie"}, default="auto"
+        ``"tweedie"``: ``n_sampling_steps`` (64) cubic levels, one network evaluation each
+        (55 at the default), with no RePaint repeats: every step conditions the network's
+        denoised estimate of the query values on the clean context through the prior's
+        Gaussian approximation (Tweedie correction, :func:`skdiff.diffusion.
+        conditional_sample`), exact for a GP prior with an exact network; each sample
+        takes one of the prior's Gaussian components drawn from their posterior weights
+        given the context (:meth:`PriorConfig.context_components
+        <skdiff.diffusion.PriorConfig.context_components>`). Not available with a prior
+        trained on functions (no kernel).
         ``"tiered"``: ``n_sampling_steps`` (40) levels spaced cubically (small steps at the
         lowest noise levels, where the posterior's fine structure is resolved), with
         ``n_resample`` RePaint repeats on the jumps back to levels 40 and above, where the
@@ -155,23 +175,30 @@ class NDPRegressor(RegressorMixin, EstimatorBase):
         (140 network evaluations at the defaults); ``"fast"``: ``n_sampling_steps`` (32)
         cubic levels with ``n_resample`` repeats on every step (141 evaluations);
         ``"ddpm"``: the paper's sampler over all ``T`` levels (2995 evaluations at
-        ``n_resample=5``, about 20 times slower). ``"auto"``: ``"tiered"`` with a prior of
-        one kernel and one lengthscale (``"se"``, ``"matern52"``, by name or from their
-        files), ``"fast"`` with every other prior (``sampler_`` holds the choice). Paired
-        on the same tasks of the paper's interpolation benchmark at D = 1 and scored in
-        expectation over the targets, the tiered path scores above the fast one with the
-        per-kernel priors on their own kernel's tasks (+0.03 nats per point on 16 tasks
-        for either kernel, and above the paper's sampler on 8 other tasks), but below it
-        with the marginalising ``"gp"`` prior on the SE tasks (−0.07 on the same 16
-        tasks). The NDP benchmark page has the tables.
+        ``n_resample=5``, about 20 times slower). ``"auto"``: with a prior of one kernel
+        and one lengthscale (``"se"``, ``"matern52"``, by name or from their files)
+        ``"tweedie"`` in one and two dimensions and ``"tiered"`` in three (where the
+        Tweedie correction scored 0.06-0.07 nats per point lower on the paper's tasks),
+        ``"fast"`` with every other prior (``sampler_`` holds the choice). Paired
+        on the 16 tasks of the paper's interpolation benchmark at D = 1 and scored in
+        expectation over the targets, with the per-kernel priors on their own kernel's
+        tasks the Tweedie correction scores +0.086 (SE) and +0.073 (Matérn-5/2) nats per
+        point above the fast path and the tiered one +0.025 and +0.030. With the
+        marginalising ``"gp"`` prior the tiered path scores below the fast one on the SE
+        tasks (−0.07), and the Tweedie correction, whose covariance is then a mixture,
+        scored no higher on the paper's SE tasks (0.206 against 0.208) and lower on the
+        Matérn-5/2 ones (−0.148 against −0.020), and on the development rows of the
+        defaults benchmark its 95 % intervals covered fewer targets (0.85-0.92 against
+        0.89-0.92). The NDP benchmark page has the tables.
     n_sampling_steps : int, default=None
-        Levels of the tiered and fast paths (``None``: 40 and 32). Network
+        Levels of the tiered, fast and Tweedie paths (``None``: 40, 32 and 64). Network
         evaluations per call: ``"fast"``: ``(n_sampling_steps - 1) * (n_resample + 1) + 1``
         less the levels the cubic spacing merges at the bottom; ``"tiered"``: the same with
-        ``min(n_resample, 1)`` repeats on the jumps back below level 40. Not used by
-        ``"ddpm"``, which takes every level.
+        ``min(n_resample, 1)`` repeats on the jumps back below level 40; ``"tweedie"``: one
+        per distinct level. Not used by ``"ddpm"``, which takes every level.
     n_resample : int, default=4
-        RePaint resampling repeats ``U`` per step (the paper uses 5 with ``"ddpm"``). Each
+        RePaint resampling repeats ``U`` per step (the paper uses 5 with ``"ddpm"``; not
+        used by ``"tweedie"``, which conditions at every step instead). Each
         repeat lets the targets settle with the context once more; a smooth context needs
         more of them than the default: on SE draws of lengthscale 0.35 times the interval
         (4-12 points) the samples' mean had a median squared error of 0.079 with 4 repeats,
@@ -180,7 +207,8 @@ class NDPRegressor(RegressorMixin, EstimatorBase):
         8 repeats scored 0.07 nats per point higher on the SE draws of one set of 16 tasks
         and no higher, within the noise, on another, and 0.20 lower on the rougher
         Matérn-5/2 draws of the second (the NDP benchmark page). For a function known to
-        be smooth, with the ``"gp"`` prior, 8.
+        be smooth, with the ``"gp"`` prior, ``sampler="tweedie"`` does better at a third of
+        the cost (median squared error 0.0048 on those draws).
     n_samples : int, default=64
         Monte Carlo samples behind ``predict``.
     x_bounds : array-like of shape (2,) or (n_features, 2), default=None
@@ -308,7 +336,7 @@ class NDPRegressor(RegressorMixin, EstimatorBase):
     schedule_ : NoiseSchedule
         The prior's noise schedule (the betas of its ``T`` diffusion levels), on
         ``device_``.
-    sampler_ : {"tiered", "fast", "ddpm"}
+    sampler_ : {"tiered", "fast", "ddpm", "tweedie"}
         The sampler that sampling calls run: ``sampler``, with ``"auto"`` resolved for the
         fitted prior.
     X_train_ : ndarray of shape (n_context, n_features)
@@ -394,7 +422,7 @@ class NDPRegressor(RegressorMixin, EstimatorBase):
     _parameter_constraints: dict = {
         "prior": [str, os.PathLike, TrainedPrior],
         "pretrained": ["boolean"],
-        "sampler": [StrOptions({"auto", "tiered", "fast", "ddpm"})],
+        "sampler": [StrOptions({"auto", "tiered", "fast", "ddpm", "tweedie"})],
         "n_sampling_steps": [Interval(numbers.Integral, 2, None, closed="left"), None],
         "n_resample": [Interval(numbers.Integral, 0, None, closed="left")],
         "n_samples": [Interval(numbers.Integral, 2, None, closed="left")],
@@ -619,6 +647,7 @@ class NDPRegressor(RegressorMixin, EstimatorBase):
         self.module_ = module
         self.prior_config_ = config
         self.schedule_ = config.schedule().to(self.device_)
+        self.sampler_  # noqa: B018 (refuses a sampler this prior cannot run, before any call)
 
     def _trained_prior(self, config, seed):
         """A prior of ``config`` trained (or read from the disk cache) for this estimator.
@@ -988,6 +1017,10 @@ class NDPRegressor(RegressorMixin, EstimatorBase):
         """The sampler the next sampling call runs: ``sampler``, with ``"auto"`` resolved
         for the fitted prior (like ``sampler``, read at every call)."""
         check_is_fitted(self, "prior_config_")
+        if self.sampler == "tweedie" and self.prior_config_.from_functions:
+            raise ValueError("sampler='tweedie' needs a prior of known kernels (its Tweedie "
+                             "correction assumes their covariance); this prior was trained "
+                             "on a family of functions. Use sampler='fast' or 'auto'.")
         return self.sampler if self.sampler != "auto" else auto_sampler(self.prior_config_)
 
     def _levels_kwargs(self, conditional=True):
@@ -997,6 +1030,8 @@ class NDPRegressor(RegressorMixin, EstimatorBase):
         sampler = self.sampler_
         if sampler == "ddpm":
             return {"n_steps": None}
+        if sampler == "tweedie":
+            return {"n_steps": self.n_sampling_steps or TWEEDIE_STEPS, "spacing": "cubic"}
         if sampler != "tiered":
             return {"n_steps": self.n_sampling_steps or 32, "spacing": "cubic"}
         kwargs = dict(TIERED, n_steps=self.n_sampling_steps or TIERED["n_steps"])
@@ -1049,8 +1084,9 @@ class NDPRegressor(RegressorMixin, EstimatorBase):
         posterior (scaled by ``r_s``), conditions on the context less its trend and adds
         that trend at ``X``."""
         dev = self.device_
-        kwargs = dict(n_samples=int(n_samples), n_resample=self.n_resample, eta=1.0,
-                      progress=bool(self.verbose), **self._levels_kwargs())
+        tweedie = self.sampler_ == "tweedie"
+        kwargs = dict(n_samples=int(n_samples), n_resample=0 if tweedie else self.n_resample,
+                      eta=1.0, progress=bool(self.verbose), **self._levels_kwargs())
         r = self._amplitude_draws(int(n_samples), seed)
         y_context = self.y_train_ if r is None else self.y_train_[None, :, None] / r[:, None, None]
         extra = self._extra_noise_std_units()
@@ -1067,6 +1103,8 @@ class NDPRegressor(RegressorMixin, EstimatorBase):
                 y_context = np.broadcast_to(y_context[None, :, None],
                                             (int(n_samples), len(y_context), 1))
             y_context = y_context - (trend_c / (1.0 if r is None else r[:, None]))[:, :, None]
+        if tweedie:
+            kwargs.update(self._tweedie_covariances(Zc, Z, y_context, int(n_samples), seed))
         with torch_seed(seed, dev), torch.no_grad(), self._threads():
             xc = torch.as_tensor(Zc, dtype=torch.float32, device=dev)
             yc = torch.as_tensor(y_context, dtype=torch.float32, device=dev)
@@ -1084,6 +1122,24 @@ class NDPRegressor(RegressorMixin, EstimatorBase):
         if extra:  # new observations carry the extra noise
             ys = ys + np.sqrt(extra) * rng.standard_normal(ys.shape)
         return ys
+
+    def _tweedie_covariances(self, Zc, Z, y_context, n_samples, seed):
+        """``covariance`` (and ``covariance_index``) of the Tweedie correction: the prior's
+        Gaussian components at the mapped inputs, given the (mean) context, one drawn for
+        each sample from their posterior weights (stratified over the samples, with a random
+        offset, in a random order), so the samples marginalise the kernel and lengthscale
+        as the prior's mixture does."""
+        values = y_context.mean(0)[:, 0] if y_context.ndim == 3 else y_context
+        config, X = self.prior_config_, np.concatenate([Zc, Z])
+        _, w = config.context_components(Zc, values, components=[])  # the weights alone
+        if len(w) == 1:
+            return {"covariance": config.context_components(X, values)[0][0]}
+        rng = np.random.RandomState((seed + 3) % 2**32)
+        u = (np.arange(n_samples) + rng.uniform()) / n_samples
+        index = rng.permutation(np.minimum(np.searchsorted(np.cumsum(w), u), len(w) - 1))
+        used, index = np.unique(index, return_inverse=True)  # the matrices of those drawn
+        return {"covariance": config.context_components(X, values, components=used)[0],
+                "covariance_index": index}
 
     def _trend_draws(self, X, n_samples, r, seed):
         """Per-sample trends on the standardised scale, at the context rows and at

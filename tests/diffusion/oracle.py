@@ -15,7 +15,7 @@ import numpy as np
 __all__ = ["gp_posterior", "kl_per_point", "sampler_moments"]
 
 
-def sampler_moments(schedule, K, C, y_ctx, path, eta=1.0):
+def sampler_moments(schedule, K, C, y_ctx, path, eta=1.0, tweedie=False):
     """Exact mean and covariance of the targets that ``conditional_sample`` returns.
 
     With the oracle noise model of a Gaussian prior y_0 ~ N(0, K),
@@ -23,7 +23,9 @@ def sampler_moments(schedule, K, C, y_ctx, path, eta=1.0):
     is linear-Gaussian, so its output distribution is propagated in closed form (no Monte
     Carlo). ``path`` is the level path of the sampler (:func:`skdiff.diffusion.resample_path`):
     a decreasing move is a reverse step on [context noised afresh; targets], an increasing one
-    a forward jump of the targets. ``eta`` 1 is DDPM, 0 is DDIM.
+    a forward jump of the targets. ``eta`` 1 is DDPM, 0 is DDIM. ``tweedie``: the sampler's
+    Tweedie correction with ``covariance=K`` (the denoised targets moved by the Gaussian
+    conditional of the clean context, :func:`skdiff.diffusion.conditional_sample`).
     """
     ab = schedule.alpha_bars.double().numpy()
     abf = lambda t: 1.0 if t < 0 else ab[t]  # noqa: E731
@@ -38,6 +40,21 @@ def sampler_moments(schedule, K, C, y_ctx, path, eta=1.0):
         var = eta**2 * (1 - abf(s)) / (1 - abf(t)) * (1 - abf(t) / abf(s))
         cx = math.sqrt(abf(s) / abf(t))
         ce = math.sqrt(max(1 - abf(s) - var, 0)) - cx * sd
+        if tweedie:
+            # y0 = B y_t with y_t = [a y_ctx + sd xi; u]; the targets' y0 corrected by
+            # R (y_ctx - y0_ctx) = L_u u + L_c y_ctx + L_xi xi; the step takes y0 and the
+            # noise it implies, (u - a y0) / sd.
+            B = (np.eye(N) - sd * G) / a
+            lam = (1 - abf(t)) / abf(t)
+            Sig = K - K @ np.linalg.solve(K + lam * np.eye(N), K)
+            R = np.linalg.solve(Sig[:C, :C], Sig[:C, C:]).T
+            Lu = B[C:, C:] - R @ B[:C, C:]
+            Lc = a * B[C:, :C] + R @ (np.eye(C) - a * B[:C, :C])
+            Lxi = sd * (B[C:, :C] - R @ B[:C, :C])
+            c0 = math.sqrt(max(1 - abf(s) - var, 0))
+            k = math.sqrt(abf(s)) - c0 * a / sd
+            return (k * Lc @ y_ctx, k * Lu + (c0 / sd) * np.eye(M),
+                    k * k * Lxi @ Lxi.T + var * np.eye(M))
         A = cx * np.eye(N) + ce * G
         Atc = A[C:, :C]
         return Atc @ (a * y_ctx), A[C:, C:], sd * sd * Atc @ Atc.T + var * np.eye(M)

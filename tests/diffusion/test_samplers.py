@@ -7,7 +7,8 @@ form (``_propagate``, the slow dense reference). The tests check
 
 * the Monte Carlo samplers against that propagation within Monte Carlo error (implementation);
 * the propagated moments against the exact GP posterior (the RePaint approximation itself: it is
-  not exact for a finite number of resampling steps, so the bound is the measured bias, stated).
+  not exact for a finite number of resampling steps, so the bound is the measured bias, stated;
+  the Tweedie correction is exact in the denoised estimate, so its bias is the discretisation's).
 """
 
 import math
@@ -181,6 +182,102 @@ def test_repaint_recovers_gp_posterior(task, n_steps, U, spacing, fine, kl_bound
     assert 0.8 < np.mean(samples.var(0) / sd**2) < 1.25
     # and conditioning matters: targets next to a context point are pinned down (prior var 1)
     assert np.min(samples.var(0)) < 0.02
+
+
+@pytest.mark.parametrize("lengthscale", [0.25, 1.2])
+def test_tweedie_correction_recovers_gp_posterior(lengthscale):
+    """With ``covariance=K`` every reverse step denoises the targets given the clean context
+    exactly (oracle noise model, Gaussian data), so 32 cubic levels without any resampling
+    (29 evaluations) land on the exact posterior mean, to the start at pure noise, and close
+    to its covariance, however smooth the function; RePaint's fast path (141 evaluations)
+    lags a smooth posterior. Measured on these tasks: KL per point 0.012 (lengthscale 0.25)
+    and 0.016 (1.2), against 0.008 and 0.085 for RePaint's fast path; the largest distance
+    of the mean from the exact one 0.0012 and 0.0002 (RePaint: 0.17 and 1.2)."""
+    rng = np.random.default_rng(0)
+    C, M = 5, 12
+    x = np.sort(rng.uniform(-2, 2, C + M))
+    x = np.concatenate([x[::3][:C], np.setdiff1d(x, x[::3][:C])])
+    K = _kernel(x, lengthscale)
+    y_ctx = rng.multivariate_normal(np.zeros(C), K[:C, :C])
+    sched = NoiseSchedule.official()
+    oracle = OracleEps(sched, K)
+    S = 3000
+    xt = torch.as_tensor(x[:, None])
+    torch.manual_seed(0)
+    y = conditional_sample(oracle, sched, xt[:C], torch.as_tensor(y_ctx), xt[C:], n_samples=S,
+                           n_resample=0, n_steps=32, spacing="cubic", covariance=K)
+    levels = strided_levels(500, 32, "cubic")
+    assert oracle.calls == len(levels) == 29 and oracle.batch_sizes == {S}
+    samples = y.squeeze(-1).double().numpy()
+    # 1. the implementation: Monte Carlo moments match the exact propagation
+    m, P = sampler_moments(sched, K, C, y_ctx, resample_path(levels, 0), tweedie=True)
+    _assert_moments_within_mc(samples, m, P)
+    # 2. the approximation: the exact posterior mean, and close to its covariance
+    mu, Sig = gp_posterior(K, C, y_ctx)
+    sd = np.sqrt(np.diag(Sig))
+    assert np.max(np.abs(m - mu) / sd) < 0.03
+    kl = kl_per_point(m, P, mu, Sig)
+    assert kl < 0.025
+    m_rp, P_rp = sampler_moments(sched, K, C, y_ctx, resample_path(levels, 4))
+    if lengthscale > 1:  # RePaint's fast path, 141 evaluations, lags the smooth posterior
+        assert kl_per_point(m_rp, P_rp, mu, Sig) > 3 * kl
+        assert np.max(np.abs(m_rp - mu)) > 10 * np.max(np.abs(m - mu))
+    # with resampling on top the correction stays exact in the mean
+    m5, _ = sampler_moments(sched, K, C, y_ctx, resample_path(levels, 2), tweedie=True)
+    assert np.max(np.abs(m5 - mu) / sd) < 1e-6
+
+
+def test_tweedie_correction_checks_its_covariance(task):
+    x, K, C, y_ctx = task
+    sched = NoiseSchedule.official(T=20)
+    calls = []
+
+    def eps(x, y, t, mask=None):
+        calls.append(1)
+        return torch.zeros_like(y)
+
+    xt = torch.as_tensor(x[:, None])
+    args = (eps, sched, xt[:C], torch.as_tensor(y_ctx), xt[C:])
+    with pytest.raises(ValueError, match=r"'covariance' must be a finite \[C \+ M, C \+ M\] = "
+                                         r"\[17, 17\] matrix .*got shape \(16, 16\)"):
+        conditional_sample(*args, covariance=K[1:, 1:])
+    bad = K.copy()
+    bad[0, 0] = -1.0
+    with pytest.raises(ValueError, match="'covariance' must be positive semi-definite"):
+        conditional_sample(*args, covariance=bad)
+    assert not calls
+    # a per-sample context is corrected sample by sample: with DDIM steps (eta=0) and the
+    # oracle, a sample is linear in its start and its own context values
+    def run(factors):
+        torch.manual_seed(0)
+        ctx = torch.as_tensor(np.stack([f * y_ctx for f in factors])[:, :, None])
+        return conditional_sample(OracleEps(sched, K), sched, xt[:C], ctx, xt[C:],
+                                  n_samples=2, n_steps=20, n_resample=0, eta=0.0,
+                                  covariance=K)
+
+    zero, one, two = run([0, 0]), run([1, 1]), run([1, 2])
+    torch.testing.assert_close(two[0], one[0])
+    torch.testing.assert_close(two[1] - zero[1], 2 * (one[1] - zero[1]))
+    # a stack of matrices with an index per sample: the same draws as the one matrix when
+    # every entry is that matrix; another matrix changes only the samples that take it
+    def stacked(covariance, index=None):
+        torch.manual_seed(0)
+        return conditional_sample(OracleEps(sched, K), sched, xt[:C], torch.as_tensor(y_ctx),
+                                  xt[C:], n_samples=4, n_steps=20, n_resample=0,
+                                  covariance=covariance, covariance_index=index)
+
+    one_matrix = stacked(K)
+    torch.testing.assert_close(stacked(np.stack([K, K]), [0, 1, 1, 0]), one_matrix)
+    other = _kernel(x, 1.0)
+    mixed = stacked(np.stack([K, other]), np.array([0, 1, 0, 1]))
+    torch.testing.assert_close(mixed[[0, 2]], one_matrix[[0, 2]])
+    assert not torch.allclose(mixed[[1, 3]], one_matrix[[1, 3]])
+    torch.testing.assert_close(stacked(np.stack([K, K, K, K])), one_matrix)  # one per sample
+    with pytest.raises(ValueError, match=r"'covariance_index' must hold n_samples = 4 integers "
+                                         r"in \[0, 2\); got \(4,\) values \[0, 2, 0, 1\]"):
+        stacked(np.stack([K, other]), [0, 2, 0, 1])
+    with pytest.raises(ValueError, match="A stack of 2 covariances needs 'covariance_index'"):
+        stacked(np.stack([K, other]))
 
 
 def test_per_sample_context_values(task):

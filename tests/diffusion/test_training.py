@@ -192,6 +192,49 @@ def test_log_evidence_is_the_mixture_of_the_components_densities(name, n_dims, a
     assert config.log_evidence(X, y) > config.log_evidence(X, 4 * y) + 5
 
 
+def test_context_covariance_weighs_the_components_by_their_evidence():
+    """The Gaussian approximation behind the Tweedie correction: a one-kernel prior's own
+    covariance; for the mixture, the components averaged with weights proportional to their
+    densities of the context (against a loop over them), so a smooth context gives a
+    covariance of longer reach than a rough one at the same inputs; refused for a prior
+    trained on functions."""
+    from scipy.stats import multivariate_normal
+
+    from skdiff.datasets._gp import gp_kernel
+
+    X = np.linspace(-2, 2, 9)[:, None]
+    se = get_prior_config("se", 1)
+    np.testing.assert_allclose(se.context_covariance(X, np.zeros(3)),
+                               gp_kernel(X, X, "se", 0.25) + se.noise * np.eye(9))
+    gp = get_prior_config("gp", 1)
+    C = 4
+    smooth, rough = np.sin(X[:C, 0] / 2), np.array([1.0, -1.0, 1.0, -1.0])
+    for y in (smooth, rough):
+        comps = [gp_kernel(X, X, k, ell) for k in gp.kernels
+                 for ell in gp.lengthscale_quantiles(16)]
+        w = np.array([multivariate_normal(np.zeros(C), K[:C, :C] + gp.noise * np.eye(C))
+                      .pdf(y) for K in comps])
+        expected = sum(wi * K for wi, K in zip(w / w.sum(), comps)) + gp.noise * np.eye(9)
+        np.testing.assert_allclose(gp.context_covariance(X, y), expected, atol=1e-10)
+    # the components one by one: the same matrices, the same weights
+    every, w_all = gp.context_components(X, smooth)
+    some, w_some = gp.context_components(X, smooth, components=[40, 3])
+    np.testing.assert_array_equal(some, every[[40, 3]])
+    np.testing.assert_array_equal(w_some, w_all)
+    assert w_all.shape == (64,) and w_all.sum() == pytest.approx(1.0)
+    with pytest.raises(ValueError, match=r"'components' must be positions in \[0, 64\); "
+                                         r"got \[64\]"):
+        gp.context_components(X, smooth, components=[64])
+    # neighbours 0.5 apart: correlated in the smooth context's approximation, less so in
+    # the rough one's
+    assert gp.context_covariance(X, smooth)[4, 5] > gp.context_covariance(X, rough)[4, 5] + 0.3
+    assert np.linalg.eigvalsh(gp.context_covariance(X, rough)).min() >= gp.noise * 0.999
+    t = np.linspace(0, 1, 5)[:, None]
+    family = gp.for_functions([(t, np.arange(5.0)), (t, np.arange(5.0) ** 2)])
+    with pytest.raises(ValueError, match="trained on a family of functions has no kernel"):
+        family.context_covariance(X, smooth)
+
+
 @pytest.mark.parametrize("n_dims, n_points", [(2, 6), (3, 8)])
 def test_anisotropic_prior_draws_and_expects_per_dimension_lengthscales(n_dims, n_points):
     """An anisotropic configuration trains on ARD draws; its expected sample variance (a

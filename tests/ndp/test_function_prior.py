@@ -85,7 +85,9 @@ def test_a_saved_prior_carries_its_family_units(prior_file, family):
     np.testing.assert_array_equal(ndp.x_bounds_, [[0.0, 23.0]])
     assert (ndp.y_mean_, ndp.y_std_) == (config.y_loc, config.y_scale)
     assert ndp.noise_variance_ == 0.0
-    assert ndp.sampler_ == "fast"  # sampler="auto": the tiered path is for one-kernel priors
+    assert ndp.sampler_ == "fast"  # sampler="auto": the Tweedie path is for one-kernel priors
+    with pytest.raises(ValueError, match="sampler='tweedie' needs a prior of known kernels"):
+        NDPRegressor(prior=prior_file, **dict(SAMPLER, sampler="tweedie")).fit(X, y)
     # the family's noise is its own: alpha="auto" adds none, a given alpha is refused
     assert ndp.alpha_ == 0.0 and ndp.context_posterior_ is None
     with pytest.raises(ValueError, match="alpha=0.1 with a prior trained on functions"):
