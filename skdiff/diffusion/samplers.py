@@ -534,12 +534,16 @@ def conditional_sample(eps_model, schedule: NoiseSchedule, x_context, y_context,
     and the step to level ``s`` uses :math:`\\tilde y_0` and the noise it implies. For
     Gaussian data with an exact noise model :math:`\\tilde y_0 = E[y_0^{\\mathrm{tgt}} \\mid
     y_t^{\\mathrm{tgt}}, y_0^{\\mathrm{ctx}}]` exactly, so the sampler is the plain reverse
-    process of the posterior: its mean is the exact posterior mean at any step count and no
-    resampling is needed (``tests/diffusion/test_samplers.py``). With a trained network the
-    network still supplies :math:`\\hat y_0` and ``covariance`` is the Gaussian
-    approximation of the prior the correction assumes (a GP prior's own kernel, or a mixture
-    of GPs' components weighted by their evidence on the context:
-    :meth:`PriorConfig.context_covariance <skdiff.diffusion.PriorConfig.context_covariance>`).
+    process of the posterior: no resampling is needed, and its mean is the exact posterior
+    mean at any step count up to the start from pure noise (within 0.03 posterior standard
+    deviations on the test task of ``tests/diffusion/test_samplers.py``). With a trained
+    network the network still supplies :math:`\\hat y_0` and ``covariance`` is the Gaussian
+    approximation of the prior the correction assumes: a GP prior's own kernel, or, for a
+    mixture of GPs, one component per sample drawn by its posterior weight given the context
+    (:meth:`PriorConfig.context_components
+    <skdiff.diffusion.PriorConfig.context_components>`, what ``NDPRegressor`` passes) or
+    their weighted average (:meth:`PriorConfig.context_covariance
+    <skdiff.diffusion.PriorConfig.context_covariance>`).
     The gains :math:`\\Sigma_{t,\\mathrm{tc}} \\Sigma_{t,\\mathrm{cc}}^{-1}` are computed once
     per level, in float64, from one eigendecomposition of ``covariance``.
 
