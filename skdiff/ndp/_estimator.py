@@ -207,7 +207,7 @@ class NDPRegressor(RegressorMixin, EstimatorBase):
         8 repeats scored 0.07 nats per point higher on the SE draws of one set of 16 tasks
         and no higher, within the noise, on another, and 0.20 lower on the rougher
         Matérn-5/2 draws of the second (the NDP benchmark page). For a function known to
-        be smooth, with the ``"gp"`` prior, ``sampler="tweedie"`` does better at a third of
+        be smooth, with the ``"gp"`` prior, ``sampler="tweedie"`` does better at 40 % of
         the cost (median squared error 0.0048 on those draws).
     n_samples : int, default=64
         Monte Carlo samples behind ``predict``.
