@@ -3,8 +3,9 @@
 Two measurements on a test function of ``bayes_opt_hartmann.py`` (``--function``, by default
 the 3-D Hartmann function), for ``NDPRegressor`` on the default ``gp`` prior with its default
 input map (``x_scaling="ard"``, as ``ndp``) and with the per-feature box map
-(``x_scaling="box"``, as ``ndp_box``), and for that benchmark's GPR (Matérn-5/2, one
-lengthscale per dimension, refitted by ML-II):
+(``x_scaling="box"``, as ``ndp_box``), both with the sampler ``--sampler`` (by default the
+estimator's own), and for that benchmark's GPR (Matérn-5/2, one lengthscale per dimension,
+refitted by ML-II):
 
 1. **Picks.** Thompson-sampling runs with the protocol of ``bayes_opt_hartmann.py`` (3 uniform
    initial points, ``--n-iter`` iterations, 64 fresh uniform candidates each, one joint
@@ -29,6 +30,8 @@ Run::
     python benchmarks/bayes_opt_picks.py --n-seeds 10 --threads 1 --json picks.json
     python benchmarks/bayes_opt_picks.py --function branin --n-seeds 10 --threads 1 \
         --json picks_branin.json
+    python benchmarks/bayes_opt_picks.py --sampler tweedie --n-seeds 10 --threads 1 \
+        --json picks_tweedie.json
 """
 
 from __future__ import annotations
@@ -39,6 +42,7 @@ import warnings
 import numpy as np
 from _ndp_common import (
     add_runtime_args,
+    add_sampler_arg,
     add_x_compression_arg,
     apply_runtime_args,
     bo_gpr,
@@ -149,13 +153,14 @@ def main(argv=None):
     p.add_argument("--n-iter", type=int, default=30)
     p.add_argument("--n-context", type=int, default=30,
                    help="evaluations the regression part conditions on")
+    add_sampler_arg(p)
     add_x_compression_arg(p)
     add_runtime_args(p)
     p.add_argument("--json", default=None)
     args = p.parse_args(argv)
     apply_runtime_args(args)
     objective, bounds, f_min = FUNCTIONS[args.function]
-    ndp = NDPRegressor(x_bounds=bounds, alpha=0.0, n_samples=2,
+    ndp = NDPRegressor(x_bounds=bounds, alpha=0.0, n_samples=2, sampler=args.sampler,
                        x_compression=args.x_compression, random_state=0)
     ndp_box = clone(ndp).set_params(x_scaling="box")
     gpr = bo_gpr(bounds)

@@ -251,11 +251,19 @@ def thompson_sampling(objective, bounds, *, model=None, n_iter=20, n_init=3, n_c
         Box of the search space.
     model : estimator, "random" or None, default=None
         A regressor with ``fit`` and ``sample_y``; ``None`` uses
-        ``NDPRegressor(x_bounds=bounds, alpha=0)``: the bounds fix the input map, so every
-        iteration conditions the same prior, and the evaluations are taken as exact up to
-        the prior's small noise floor, as suits a deterministic objective (for a noisy one
-        pass ``NDPRegressor(x_bounds=bounds)``, whose ``alpha="auto"`` estimates the
-        noise). ``"random"``: random search, a uniform candidate.
+        ``NDPRegressor(x_bounds=bounds, alpha=0, sampler="tweedie")``: the bounds fix the
+        input map, so every iteration conditions the same prior, and the evaluations are
+        taken as exact up to the prior's small noise floor, as suits a deterministic
+        objective (for a noisy one pass ``NDPRegressor(x_bounds=bounds,
+        sampler="tweedie")``, whose ``alpha="auto"`` estimates the noise). The Tweedie
+        correction conditions every step of the sampler on the evaluations through the
+        ``gp`` prior's Gaussian components, so the samples pass close to the evaluations,
+        which RePaint's noised copies of them (the ``"fast"`` path that
+        ``NDPRegressor(sampler="auto")`` takes with this prior) do not. It was chosen on the
+        two 2-D functions the other defaults were chosen on (10 seeds, 30 evaluations, half
+        local candidates): six-hump camel 0.073 -> 0.025 (paired -0.048 ± 0.024),
+        Goldstein-Price 23.2 -> 19.4 (paired -3.8 ± 6.4, within the noise), in about 15 %
+        less time per run. ``"random"``: random search, a uniform candidate.
     n_iter : int, default=20
         Evaluations after the initial design.
     n_init : int, default=3
@@ -345,7 +353,8 @@ def thompson_sampling(objective, bounds, *, model=None, n_iter=20, n_init=3, n_c
     from .ndp import NDPRegressor
 
     if model is None:
-        model = NDPRegressor(x_bounds=b, alpha=0.0, random_state=rng.randint(2**31 - 1))
+        model = NDPRegressor(x_bounds=b, alpha=0.0, sampler="tweedie",
+                             random_state=rng.randint(2**31 - 1))
     elif not isinstance(model, str):
         model = clone(model)
     if n_init < 2 and n_iter and isinstance(model, NDPRegressor) and model.normalize_y:

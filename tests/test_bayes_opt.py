@@ -101,6 +101,25 @@ def test_objective_must_return_one_finite_value_per_point(objective, shape):
         thompson_sampling(objective, [(0, 1)], model="random", n_iter=1, random_state=0)
 
 
+def test_default_model_samples_with_the_tweedie_correction(monkeypatch):
+    """``model=None``: an NDP on the ``gp`` prior whose samples are Tweedie-corrected (not
+    the fast path ``sampler="auto"`` takes with that prior), and it finds the minimum."""
+    used = []
+    sample_y = NDPRegressor.sample_y
+
+    def recording(self, *args, **kwargs):
+        used.append((self.sampler, self.sampler_, self.alpha))
+        return sample_y(self, *args, **kwargs)
+
+    monkeypatch.setattr(NDPRegressor, "sample_y", recording)
+    res = thompson_sampling(_objective, [(0, 1)], n_iter=8, n_init=2, n_candidates=32,
+                            random_state=1)
+    assert len(used) == 8 and set(used) == {("tweedie", "tweedie", 0.0)}
+    grid = np.linspace(0, 1, 2001)[:, None]
+    assert res.y_best - _objective(grid).min() < 0.02
+    assert res.best_so_far[-1] < res.best_so_far[1]
+
+
 #: The values every fit of ``_Recorder`` saw (``thompson_sampling`` fits a clone).
 _SEEN = []
 
