@@ -20,7 +20,9 @@ al., 2008, with random parameters),
    also the first three with half the candidates drawn around the best point so far
    (``local_fraction=0.5``), as ``<method>_local``. The ``gp`` prior ranks by a draw
    denoised from 8 joint samples (``thompson_sampling(denoise="auto")``), or by one sample
-   with ``--no-denoise`` (the function's default, as for the family prior).
+   with ``--no-denoise`` (the function's default, as for the family prior). ``--sampler``
+   sets both NDPs' sampler, but for ``tweedie`` (thompson_sampling's default model), which
+   needs a kernel: the family prior then keeps its own default.
 
 Printed: the simple regret (best value so far minus the member's minimum on a 4001-point
 grid) against iterations, mean ± standard error over the members; with ``--json``, every
@@ -141,8 +143,11 @@ def main(argv=None):
               "ndp": (lambda: NDPRegressor(x_bounds=BOUNDS, alpha=0.0, n_samples=2,
                                            sampler=args.sampler),
                       {"denoise": False if args.no_denoise else "auto"}),
-              "ndp_family": lambda: NDPRegressor(prior=prior, n_samples=2,
-                                                 sampler=args.sampler)}
+              # the Tweedie correction needs a kernel, which a family prior has not: with
+              # --sampler tweedie it keeps its own default
+              "ndp_family": lambda: NDPRegressor(
+                  prior=prior, n_samples=2,
+                  sampler="auto" if args.sampler == "tweedie" else args.sampler)}
     if args.local:
         for name in ("gpr", "ndp", "ndp_family"):
             make, options = models[name] if isinstance(models[name], tuple) else \

@@ -1699,6 +1699,21 @@ CLAIMS = {
         "args: {...}, n_init, prior: {name, steps, final_loss, config, ...}, seconds_per_run: "
         "{method: s}, cpu_seconds_per_run: {method: s}, regret: {method: [[per evaluation] "
         "per seed]}", _bayes_opt),
+    "bayes_opt_family_tweedie": Claim(
+        "Bayesian optimisation where the prior knows the family, the gp prior Tweedie-"
+        "corrected", "The protocol of the one-sample table above (a family prior trained by "
+        "the same command, the same members, initial points and candidates) with the "
+        "shipped gp prior sampled through the Tweedie correction, sampler='tweedie', as "
+        "thompson_sampling's default model does; the family prior, which has no kernel for "
+        "the correction, keeps its default sampler.",
+        "bayes_opt_family_tweedie.json",
+        "python benchmarks/bayes_opt_family.py --work-dir PATH --steps 3000 --local "
+        "--no-denoise --sampler tweedie --threads 1 --json "
+        "benchmarks/results/bayes_opt_family_tweedie.json",
+        "beyond the paper: its priors are GP draws only.",
+        "args: {..., sampler}, n_init, prior: {name, steps, final_loss, config, ...}, "
+        "seconds_per_run: {method: s}, cpu_seconds_per_run: {method: s}, regret: {method: "
+        "[[per evaluation] per seed]}", _bayes_opt),
 }
 
 
