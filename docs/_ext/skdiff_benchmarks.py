@@ -492,6 +492,11 @@ def _ndp_sampler_network(doc):
 LEVELS_SAMPLERS = {0: "c32-U4 c24-U5 c24-U6 c27-U5 c26-U5", 1: "c32-U4 c26-U5 c24-U5 c27-U5"}
 
 
+#: What the paired sampler runs against the fast path name as their reference and comparison.
+FAST_REFERENCE = "the fast sampler (c32-U4)"
+FAST_COMPARED = "the fast sampler, 32 cubic levels with 4 RePaint repeats (c32-U4)."
+
+
 def _sampler_network_claim(kernel, title, seed=1, prior=None, repeats=False, levels=False,
                            tweedie=False):
     """The paired sampler runs on 8 tasks of task seed 1 against the paper's sampler, or on
@@ -513,32 +518,29 @@ def _sampler_network_claim(kernel, title, seed=1, prior=None, repeats=False, lev
         file = (f"ndp_sampler_network_{'' if prior == kernel else prior + '_'}"
                 f"{'repeats_' if repeats else ''}{kernel}{'_seed0' if seed == 0 else ''}.json")
     if tweedie:
-        tasks, reference, runs = "16 tasks (those of the paper-task table)", (
-            "the fast sampler (c32-U4)"), (
+        tasks, reference, runs = "16 tasks (those of the paper-task table)", FAST_REFERENCE, (
             "--n-tasks 16 --seed 0", "--reference c32-U4 --samplers c32-U4 c40-U4/1 "
             "c64-tweedie")
-        compared = "the fast sampler, 32 cubic levels with 4 RePaint repeats (c32-U4)."
+        compared = FAST_COMPARED
         repeats = True
     elif levels:
         tasks, reference, runs = (
             "16 tasks" + (" (those of the paper-task table)" if seed == 0 else
                           " (not those of the paper-task table)"),
-            "the fast sampler (c32-U4)", (
+            FAST_REFERENCE, (
                 f"--n-tasks 16 --seed {seed}",
                 f"--reference c32-U4 --samplers {LEVELS_SAMPLERS[seed]}"))
-        compared = "the fast sampler, 32 cubic levels with 4 RePaint repeats (c32-U4)."
+        compared = FAST_COMPARED
         repeats = True
     elif repeats and seed == 1:
-        tasks, reference, runs = "16 tasks (not those of the paper-task table)", (
-            "the fast sampler (c32-U4)"), (
+        tasks, reference, runs = "16 tasks (not those of the paper-task table)", FAST_REFERENCE, (
             "--n-tasks 16 --seed 1", "--reference c32-U4 --samplers c32-U4 c32-U8")
-        compared = "the fast sampler, 32 cubic levels with 4 RePaint repeats (c32-U4)."
+        compared = FAST_COMPARED
     elif repeats:
-        tasks, reference, runs = "16 tasks (those of the paper-task table)", (
-            "the fast sampler (c32-U4)"), (
+        tasks, reference, runs = "16 tasks (those of the paper-task table)", FAST_REFERENCE, (
             "--n-tasks 16 --seed 0", "--reference c32-U4 --samplers c32-U4 c32-U8 c32-U12 "
             "t150-U12/4 t150-U10/3 c20-U6 c24-U5")
-        compared = "the fast sampler, 32 cubic levels with 4 RePaint repeats (c32-U4)."
+        compared = FAST_COMPARED
     elif seed == 1:
         tasks, reference, runs = "8 tasks", "the paper's sampler", (
             "--n-tasks 8 --seed 1", "--samplers ddpm500-U5 c32-U4 c40-U4/1 c55-U2")
@@ -547,7 +549,7 @@ def _sampler_network_claim(kernel, title, seed=1, prior=None, repeats=False, lev
         tasks, reference, runs = "16 tasks (those of the paper-task table)", (
             "the fast sampler (c32-U4, run once per task)"), (
             "--n-tasks 16 --seed 0", "--reference c32-U4 --samplers c32-U4 c40-U4/1")
-        compared = "the fast sampler, 32 cubic levels with 4 RePaint repeats (c32-U4)."
+        compared = FAST_COMPARED
     return Claim(
         f"Samplers with the trained network: {title} tasks, task seed {seed}, prior "
         f"{prior!r}", "Every sampler "
