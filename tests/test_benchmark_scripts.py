@@ -101,6 +101,44 @@ def test_bayes_opt_benchmark_functions_have_their_stated_minima(monkeypatch):
         assert f(grid).min() >= f_min - 1e-6, name
 
 
+def test_released_protocol_scores_the_exact_gp_conditional(monkeypatch):
+    """``ndp_released_protocol.py`` scores the exact GP's predictive of the targets given
+    the context: its log density equals the joint's minus the context's, its mean is
+    ``GaussianProcessRegressor``'s with the true kernel; shared normals give the
+    covariance of ``(L + sigma I) z``."""
+    import numpy as np
+    from scipy.stats import multivariate_normal
+    from sklearn.gaussian_process import GaussianProcessRegressor
+    from sklearn.gaussian_process.kernels import RBF
+
+    monkeypatch.syspath_prepend(str(ROOT / "benchmarks"))
+    rp = _load("ndp_released_protocol_under_test", ROOT / "benchmarks" / "ndp_released_protocol.py")
+    rng = np.random.default_rng(0)
+    X = rng.uniform(-2, 2, size=(30, 2))
+    K = np.exp(-0.5 * ((X[:, None] - X[None]) ** 2).sum(-1) / (0.25 * np.sqrt(2)) ** 2)
+    S = K + rp.NOISE_SD ** 2 * np.eye(30)
+    y = rng.multivariate_normal(np.zeros(30), S)
+    ctx, tgt = np.arange(7), np.arange(10, 30)
+    loglik, mse = rp._score(S, y, ctx, tgt)
+    both = np.concatenate([ctx, tgt])
+    dense = (multivariate_normal(cov=S[np.ix_(both, both)]).logpdf(y[both])
+             - multivariate_normal(cov=S[np.ix_(ctx, ctx)]).logpdf(y[ctx]))
+    np.testing.assert_allclose(loglik, dense / len(tgt), rtol=1e-8)
+    gpr = GaussianProcessRegressor(RBF(0.25 * np.sqrt(2)), alpha=rp.NOISE_SD ** 2,
+                                   optimizer=None).fit(X[ctx], y[ctx])
+    np.testing.assert_allclose(mse, np.mean((gpr.predict(X[tgt]) - y[tgt]) ** 2), rtol=1e-8)
+
+    res = rp.optimum_by_context("se", 1, 64, np.random.default_rng(1))
+    for noise, a in res.items():
+        assert a.shape == (64, 10, 2)
+        # more context, a better optimum on average: the bound the script rests on
+        assert a[:, -1, 0].mean() > a[:, 4, 0].mean() > a[:, 0, 0].mean(), noise
+        assert a[:, -1, 1].mean() < a[:, 0, 1].mean(), noise
+    # shared normals pin the context's function values down: at D = 1 the targets are
+    # predicted better than with independent noise (the 1-D rows of the results table)
+    assert res["shared"][:, -1, 0].mean() > res["independent"][:, -1, 0].mean()
+
+
 @pytest.mark.filterwarnings("ignore::sklearn.exceptions.ConvergenceWarning")
 def test_bayes_opt_picks_records_the_candidate_thompson_sampling_evaluates(monkeypatch):
     """``bayes_opt_picks.py`` reads each pick from the samples its recording model returned:
