@@ -3,7 +3,9 @@
 ``--function hartmann3`` (default; the 3-D Hartmann function on the unit cube) or ``branin``
 (the 2-D Branin function on its usual box), the held-out functions of the NDP defaults, or
 ``camel`` (six-hump camel on [-3, 3] x [-2, 2]) or ``goldstein_price`` (on [-2, 2]^2), the
-dev functions on which ``thompson_sampling``'s NDP defaults were chosen. Every method starts
+dev functions on which ``thompson_sampling``'s NDP defaults were chosen, or
+``styblinski_tang3`` (on [-5, 5]^3) or ``rosenbrock3`` (on [-2, 2]^3), two 3-D functions
+added after those defaults were fixed. Every method starts
 from the same 3 uniform random points and then makes ``--n-iter`` evaluations, choosing each
 by Thompson sampling over one joint posterior sample on 64 fresh uniform candidates
 (``local_fraction=0``, as in the paper; random search: the first candidate; ``--local`` also
@@ -70,11 +72,27 @@ def goldstein_price(X):
     return a * b
 
 
+def styblinski_tang3(X):
+    """Styblinski-Tang in three dimensions: global minimum -117.4985 at x_i = -2.903534, a
+    local minimum in each of the other seven orthants of [-5, 5]^3."""
+    X = np.atleast_2d(X)
+    return 0.5 * (X**4 - 16 * X**2 + 5 * X).sum(axis=1)
+
+
+def rosenbrock3(X):
+    """Rosenbrock in three dimensions: global minimum 0 at (1, 1, 1) at the end of a
+    curved, flat-bottomed valley; values up to about 7 * 10^3 on [-2, 2]^3."""
+    X = np.atleast_2d(X)
+    return (100 * (X[:, 1:] - X[:, :-1] ** 2) ** 2 + (1 - X[:, :-1]) ** 2).sum(axis=1)
+
+
 #: name -> (objective, bounds, global minimum)
 FUNCTIONS = {"hartmann3": (hartmann3, [(0.0, 1.0)] * 3, HARTMANN3_MIN),
              "branin": (branin, [list(b) for b in BRANIN_BOUNDS], BRANIN_MIN),
              "camel": (six_hump_camel, [(-3.0, 3.0), (-2.0, 2.0)], -1.0316285),
-             "goldstein_price": (goldstein_price, [(-2.0, 2.0)] * 2, 3.0)}
+             "goldstein_price": (goldstein_price, [(-2.0, 2.0)] * 2, 3.0),
+             "styblinski_tang3": (styblinski_tang3, [(-5.0, 5.0)] * 3, -117.498497),
+             "rosenbrock3": (rosenbrock3, [(-2.0, 2.0)] * 3, 0.0)}
 
 
 def main(argv=None):

@@ -92,7 +92,9 @@ def test_bayes_opt_benchmark_functions_have_their_stated_minima(monkeypatch):
     argmins = {"hartmann3": [[0.114614, 0.555649, 0.852547]],
                "branin": [[-np.pi, 12.275], [np.pi, 2.275], [9.42478, 2.475]],
                "camel": [[0.0898, -0.7126], [-0.0898, 0.7126]],
-               "goldstein_price": [[0.0, -1.0]]}
+               "goldstein_price": [[0.0, -1.0]],
+               "styblinski_tang3": [[-2.903534] * 3],
+               "rosenbrock3": [[1.0, 1.0, 1.0]]}
     assert set(bo.FUNCTIONS) == set(argmins)
     for name, (f, bounds, f_min) in bo.FUNCTIONS.items():
         np.testing.assert_allclose(f(np.array(argmins[name])), f_min, atol=1e-4)
