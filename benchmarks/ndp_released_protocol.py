@@ -21,9 +21,9 @@ recorded context counts it also scores the exact posterior through the released 
 itself (128 joint samples, moment-matched): what a sampler that draws exactly from the
 posterior scores there.
 
-Run (a few minutes on one core)::
+Run (about four minutes on one core)::
 
-    python benchmarks/ndp_released_protocol.py --json \\
+    python benchmarks/ndp_released_protocol.py --n-tasks 1024 --json \\
         benchmarks/results/ndp_released_protocol.json
 """
 
@@ -121,6 +121,10 @@ def _score(S, y, ctx, tgt):
     return loglik / len(tgt), np.mean((mean - y[tgt]) ** 2)
 
 
+def _mean_se(values):
+    return [float(values.mean()), float(values.std(ddof=1) / math.sqrt(len(values)))]
+
+
 def main(argv=None):
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("--n-tasks", type=int, default=256)
@@ -142,21 +146,14 @@ def main(argv=None):
             for c in range(1, 10 * n_dims + 1):
                 m = a[:, c - 1]
                 rows.append({"kernel": kernel, "n_dims": n_dims, "noise": noise,
-                             "n_context": c,
-                             "loglik": [float(m[:, 0].mean()),
-                                        float(m[:, 0].std(ddof=1) / math.sqrt(len(m)))],
-                             "mse": [float(m[:, 1].mean()),
-                                     float(m[:, 1].std(ddof=1) / math.sqrt(len(m)))]})
+                             "n_context": c, "loglik": _mean_se(m[:, 0]),
+                             "mse": _mean_se(m[:, 1])})
             for tag, c in (("at_mean", at_mean), ("all", 10 * n_dims)):
                 m = a[:, c - 1]
-                entry[f"{noise}_{tag}"] = {
-                    "loglik": [float(m[:, 0].mean()),
-                               float(m[:, 0].std(ddof=1) / math.sqrt(len(m)))],
-                    "mse": [float(m[:, 1].mean()),
-                            float(m[:, 1].std(ddof=1) / math.sqrt(len(m)))]}
-        m = sampled_at(kernel, n_dims, at_mean, args.n_tasks, rng)
-        entry["sampled_at_mean"] = {"n_samples": 128, "loglik": [
-            float(m.mean()), float(m.std(ddof=1) / math.sqrt(len(m)))]}
+                entry[f"{noise}_{tag}"] = {"loglik": _mean_se(m[:, 0]),
+                                           "mse": _mean_se(m[:, 1])}
+        entry["sampled_at_mean"] = {"n_samples": 128, "loglik": _mean_se(
+            sampled_at(kernel, n_dims, at_mean, args.n_tasks, rng))}
         summary.append(entry)
         print(f"{kernel:8s} D={n_dims}: released loglik {rel['loglik']:+.3f} mse "
               f"{rel['mse']:.3f} (mean context {rel['n_context']:.1f})")
