@@ -95,30 +95,35 @@ def sampled_at(kernel, n_dims, n_context, n_tasks, rng, n_samples=128):
         S = gp_kernel(X, X, kernel, lengthscale=0.25 * math.sqrt(n_dims)) \
             + NOISE_SD ** 2 * np.eye(n)
         y = np.linalg.cholesky(S) @ rng.standard_normal(n)
-        F = cho_factor(S[np.ix_(ctx, ctx)], lower=True)
-        S_tc = S[np.ix_(tgt, ctx)]
-        mean = S_tc @ cho_solve(F, y[ctx])
-        C = np.linalg.cholesky(S[np.ix_(tgt, tgt)] - S_tc @ cho_solve(F, S_tc.T))
+        mean, C = _conditional(S, y, ctx, tgt)
         draws = mean + rng.standard_normal((n_samples, len(tgt))) @ C.T
         out[i] = _score_gaussian(draws.mean(0), np.cov(draws.T), y[tgt])
     return out
 
 
-def _score_gaussian(mean, cov, y):
-    C = np.linalg.cholesky(cov)
+def _conditional(S, y, ctx, tgt):
+    """Mean and Cholesky factor of the covariance of ``y[tgt]`` given ``y[ctx]`` under the
+    zero-mean Gaussian of covariance ``S``."""
+    F = cho_factor(S[np.ix_(ctx, ctx)], lower=True)
+    S_tc = S[np.ix_(tgt, ctx)]
+    return (S_tc @ cho_solve(F, y[ctx]),
+            np.linalg.cholesky(S[np.ix_(tgt, tgt)] - S_tc @ cho_solve(F, S_tc.T)))
+
+
+def _log_density(mean, C, y):
+    """Log density per point of ``y`` under the Gaussian with Cholesky factor ``C``."""
     r = solve_triangular(C, y - mean, lower=True)
     return (-0.5 * r @ r - np.log(np.diag(C)).sum() - 0.5 * len(y) * math.log(2 * math.pi)) \
         / len(y)
 
 
+def _score_gaussian(mean, cov, y):
+    return _log_density(mean, np.linalg.cholesky(cov), y)
+
+
 def _score(S, y, ctx, tgt):
-    F = cho_factor(S[np.ix_(ctx, ctx)], lower=True)
-    S_tc = S[np.ix_(tgt, ctx)]
-    mean = S_tc @ cho_solve(F, y[ctx])
-    C = np.linalg.cholesky(S[np.ix_(tgt, tgt)] - S_tc @ cho_solve(F, S_tc.T))
-    r = solve_triangular(C, y[tgt] - mean, lower=True)
-    loglik = -0.5 * r @ r - np.log(np.diag(C)).sum() - 0.5 * len(tgt) * math.log(2 * math.pi)
-    return loglik / len(tgt), np.mean((mean - y[tgt]) ** 2)
+    mean, C = _conditional(S, y, ctx, tgt)
+    return _log_density(mean, C, y[tgt]), np.mean((mean - y[tgt]) ** 2)
 
 
 def _mean_se(values):

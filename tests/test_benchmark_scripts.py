@@ -106,8 +106,8 @@ def test_bayes_opt_benchmark_functions_have_their_stated_minima(monkeypatch):
 def test_released_protocol_scores_the_exact_gp_conditional(monkeypatch):
     """``ndp_released_protocol.py`` scores the exact GP's predictive of the targets given
     the context: its log density equals the joint's minus the context's, its mean is
-    ``GaussianProcessRegressor``'s with the true kernel; shared normals give the
-    covariance of ``(L + sigma I) z``."""
+    ``GaussianProcessRegressor``'s with the true kernel, and the optimum grows with the
+    context."""
     import numpy as np
     from scipy.stats import multivariate_normal
     from sklearn.gaussian_process import GaussianProcessRegressor
